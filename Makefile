@@ -1,0 +1,96 @@
+# ember developer tasks (GNU make). Needs only python3 (with venv), node and npm.
+#
+#   make test       CPython tests (pytest) then MicroPython tests; fails if either fails
+#   make test-py    pytest in .venv, EMBER_REQUIRE_BACKENDS=cpu unless overridden
+#   make test-mpy   tests/core + tests/conformance under MicroPython (node)
+#   make demo       every examples/*.py on CPython, then on MicroPython
+#   make bench      every bench/*.py on CPython
+#   make clean      remove .venv, node_modules and build leftovers
+#
+# Variables: PYTEST_ARGS (e.g. PYTEST_ARGS='-k conv -x'), MPY_ARGS (e.g. MPY_ARGS='-k conv -v'),
+# EMBER_REQUIRE_BACKENDS (pytest; default cpu), MPY_REQUIRE_BACKENDS (MicroPython; default cpu).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := test
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+VENV_STAMP := $(VENV)/.installed
+
+MICROPYTHON_NPM := @micropython/micropython-webassembly-pyscript@1.27.0
+NODE_STAMP := node_modules/.installed-micropython-1.27.0
+
+EMBER_REQUIRE_BACKENDS ?= cpu
+MPY_REQUIRE_BACKENDS ?= cpu
+PYTEST_ARGS ?=
+MPY_ARGS ?=
+
+.PHONY: test test-py test-mpy demo bench clean venv $(VENV) node_modules
+
+# ---- environments -----------------------------------------------------------
+
+$(VENV) venv: $(VENV_STAMP)
+
+$(VENV_STAMP): pyproject.toml
+	@if ! $(PYTHON) -c 'import venv, ensurepip' 2>/dev/null; then \
+	  echo "$(PYTHON) cannot create virtual environments (on Debian: apt-get install python3-venv)" >&2; \
+	  exit 1; fi
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install -e '.[dev]'
+	touch $@
+
+# --no-save/--no-package-lock: no package.json or lock file in the repo;
+# --prefix: install here even if a parent folder has a package.json.
+node_modules: $(NODE_STAMP)
+
+$(NODE_STAMP):
+	npm install --prefix . --no-save --no-package-lock --no-audit --no-fund \
+	  --omit-lockfile-registry-resolved $(MICROPYTHON_NPM)
+	touch $@
+
+# ---- tests -------------------------------------------------------------------
+
+test: $(VENV) node_modules
+	@status=0; \
+	$(MAKE) --no-print-directory test-py || status=1; \
+	$(MAKE) --no-print-directory test-mpy || status=1; \
+	if [ $$status -ne 0 ]; then echo "make test: FAILED (see above)" >&2; fi; \
+	exit $$status
+
+test-py: $(VENV)
+	EMBER_REQUIRE_BACKENDS='$(EMBER_REQUIRE_BACKENDS)' $(PY) -m pytest -q $(PYTEST_ARGS)
+
+test-mpy: node_modules
+	node tests/mpy/run.mjs --require '$(MPY_REQUIRE_BACKENDS)' $(MPY_ARGS)
+
+# ---- examples and benchmarks --------------------------------------------------
+
+# Each example runs on CPython, then on MicroPython unless its first line
+# contains "# cpython-only".
+demo: $(VENV) node_modules
+	@shopt -s nullglob; files=(examples/*.py); \
+	if [ $${#files[@]} -eq 0 ]; then echo "no examples/*.py"; exit 0; fi; \
+	for f in $$(printf '%s\n' "$${files[@]}" | LC_ALL=C sort); do \
+	  echo "==> $$f (CPython)"; \
+	  $(PY) "$$f"; \
+	  first=$$(head -n 1 "$$f"); \
+	  case "$$first" in *'# cpython-only'*) \
+	    echo "==> $$f (MicroPython): skipped, marked cpython-only"; continue;; esac; \
+	  echo "==> $$f (MicroPython)"; \
+	  node tests/mpy/run.mjs --script "$$f"; \
+	done
+
+bench: $(VENV)
+	@shopt -s nullglob; files=(bench/*.py); \
+	if [ $${#files[@]} -eq 0 ]; then echo "no bench/*.py"; exit 0; fi; \
+	for f in $$(printf '%s\n' "$${files[@]}" | LC_ALL=C sort); do \
+	  echo "==> $$f"; \
+	  $(PY) "$$f"; \
+	done
+
+clean:
+	rm -rf $(VENV) node_modules build dist *.egg-info
+	find . -name __pycache__ -type d -prune -not -path './.git/*' -exec rm -rf {} +

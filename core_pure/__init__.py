@@ -1,0 +1,22 @@
+"""ember: a deep-learning framework whose core is plain Python, from CPython to microcontrollers.
+
+>>> import ember
+>>> x = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
+>>> (x @ x).sum()
+"""
+from .dtypes import (bool_, int8, int32, int64, float16, bfloat16, float32, float64, DType)
+from .errors import (EmberError, ShapeError, DTypeError, DeviceError, IndexOutOfRange, ArgumentError,
+                     ArgumentTypeError, RecordError)
+from .tensor import Tensor
+from .backend import Backend
+from .backends.cpu import Cpu
+from .device import default_device, set_default_device
+from .rng import Generator, seed
+from .creation import (tensor, zeros, ones, full, zeros_like, ones_like, full_like, arange, rand, randn)
+from .elementwise import where
+from .movement import cat, stack
+from .linalg import matmul
+
+bool = bool_  # noqa: A001  (ember.bool reads like torch.bool; the builtin stays reachable as builtins.bool)
+
+__version__ = "0.1.0"

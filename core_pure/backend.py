@@ -1,0 +1,82 @@
+"""The backend contract: the primitives every device implements, and the override hook.
+
+A device *is* a backend instance: ``ember.Cpu()``, later ``ember.accel.NumPy()``, ``Wgpu()``, and
+decorators such as ``Autodiff(inner)`` that implement the same methods by wrapping another device.
+Primitives take and return the backend's own arrays; the frontend (``ember.Tensor``) has already
+checked shapes and dtypes, broadcast operands to one shape (as ``expand`` views), and cast them to
+one dtype, so a primitive never has to validate user input. ``docs/architecture.md`` is the full
+contract; the names of every op a primitive accepts are listed below.
+"""
+
+UNARY_OPS = (
+    # keep the input dtype (integers and floats)
+    "neg", "abs", "sign",
+    # float only (the frontend casts integer inputs to the default float first)
+    "exp", "log", "sqrt", "sin", "cos", "tanh", "erf", "sigmoid", "expm1", "log1p",
+    "floor", "ceil", "round", "trunc", "reciprocal",
+    # to bool
+    "isnan", "isinf", "logical_not",
+)
+BINARY_OPS = (
+    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "floordiv", "mod",
+    "eq", "ne", "lt", "le", "gt", "ge",  # to bool
+    "and", "or", "xor",  # logical on bool, bitwise on integers
+)
+COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+REDUCE_OPS = ("sum", "prod", "max", "min", "argmax", "argmin", "any", "all")
+POOL_OPS = ("max", "avg")
+SCATTER_MODES = ("set", "add")
+
+PRIMITIVES = (
+    "from_list", "from_bytes", "to_list", "to_bytes", "full",
+    "reshape", "permute", "expand", "slice", "slice_assign", "cat",
+    "unary", "binary", "where", "cast",
+    "reduce", "matmul", "conv", "pool", "gather", "scatter",
+)
+
+
+class Backend:
+    """Base of every device. Subclasses implement each name in ``PRIMITIVES``.
+
+    ``name`` is what error messages and ``repr`` print; two devices whose ``key()`` is equal hold
+    arrays that can meet in one op.
+    """
+
+    name = "backend"
+    def key(self):
+        return (self.name,)
+
+    def __eq__(self, other):
+        return isinstance(other, Backend) and self.key() == other.key()
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        return hash(self.key())
+
+    def __repr__(self):
+        return self.name + "()"
+
+    @classmethod
+    def override(cls, name, fn):
+        """Replace the composite op ``name`` (``"gelu"``, ``"softmax"``...) on this backend class.
+
+        ``fn`` receives the same arguments as the composite (tensors included) and returns its result.
+        Pass ``fn=None`` to restore the composite. Returns the previous override or None.
+        """
+        from .composite import COMPOSITES, OVERRIDES
+        from .errors import ArgumentError
+
+        if name not in COMPOSITES:
+            raise ArgumentError("override: expected one of the composite ops %s, found %r"
+                                % (sorted(COMPOSITES), name))
+        table = OVERRIDES.setdefault(cls, {})
+        previous = table.get(name)
+        if fn is None:
+            table.pop(name, None)
+        else:
+            table[name] = fn
+        if not table:
+            del OVERRIDES[cls]
+        return previous

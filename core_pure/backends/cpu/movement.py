@@ -1,0 +1,101 @@
+"""Movement primitives of the Cpu backend: views where the layout allows, copies otherwise."""
+from ... import dtypes
+from ...errors import IndexOutOfRange
+from .array import CpuArray, flat_indices, numel, strides_for, values, view
+
+
+def reshape(a, shape):
+    if a.strides is None:
+        return CpuArray(a.data, shape, a.dtype)
+    return CpuArray(values(a), shape, a.dtype)
+
+
+def permute(a, dims):
+    strides, offset = a.layout()
+    return view(a, tuple(a.shape[d] for d in dims), tuple(strides[d] for d in dims), offset)
+
+
+def expand(a, shape):
+    strides, offset = a.layout()
+    new = tuple(0 if n != m else s for n, m, s in zip(a.shape, shape, strides))
+    return view(a, tuple(shape), new, offset)
+
+
+def slice_(a, ranges):
+    strides, offset = a.layout()
+    shape, new = [], []
+    for (start, stop, step), s in zip(ranges, strides):
+        shape.append(len(range(start, stop, step)))
+        new.append(s * step)
+        offset += start * s
+    return view(a, tuple(shape), tuple(new), offset)
+
+
+def _region(shape, ranges):
+    """List positions, in a contiguous array of ``shape``, of the region ``ranges`` selects."""
+    strides = strides_for(shape)
+    offset = 0
+    sizes, steps = [], []
+    for (start, stop, step), s in zip(ranges, strides):
+        sizes.append(len(range(start, stop, step)))
+        steps.append(s * step)
+        offset += start * s
+    return flat_indices(sizes, steps, offset)
+
+
+def slice_assign(a, ranges, value):
+    out = list(values(a))
+    for i, v in zip(_region(a.shape, ranges), values(value)):
+        out[i] = v
+    return CpuArray(out, a.shape, a.dtype)
+
+
+def cat(arrays, dim):
+    first = arrays[0]
+    outer = numel(first.shape[:dim])
+    inner = numel(first.shape[dim + 1:])
+    parts = [(values(x), x.shape[dim] * inner) for x in arrays]
+    out = []
+    for o in range(outer):
+        for v, block in parts:
+            out += v[o * block:(o + 1) * block]
+    size = sum(x.shape[dim] for x in arrays)
+    return CpuArray(out, first.shape[:dim] + (size,) + first.shape[dim + 1:], first.dtype)
+
+
+def _positions(x, dim, index, op):
+    """List positions in contiguous ``x`` that ``index`` (along ``dim``) selects, in index order."""
+    idx = values(index)
+    n = x.shape[dim]
+    if idx and (min(idx) < 0 or max(idx) >= n):
+        bad = [i for i in idx if i < 0 or i >= n][0]
+        raise IndexOutOfRange("%s: index %d is out of range for dim %d of size %d" % (op, bad, dim, n))
+    strides = list(strides_for(x.shape))
+    step = strides[dim]
+    strides[dim] = 0
+    base = flat_indices(index.shape, strides, 0)
+    return [b + i * step for b, i in zip(base, idx)]
+
+
+def gather(x, dim, index):
+    xv = values(x)
+    return CpuArray([xv[p] for p in _positions(x, dim, index, "gather")], index.shape, x.dtype)
+
+
+def scatter(x, dim, index, src, mode):
+    out = list(values(x))
+    strides, offset = src.layout()
+    sv = src.data
+    picked = [sv[i] for i in flat_indices(index.shape, strides, offset)]
+    positions = _positions(x, dim, index, "scatter")
+    if mode == "set":
+        for p, v in zip(positions, picked):
+            out[p] = v
+        return CpuArray(out, x.shape, x.dtype)
+    for p, v in zip(positions, picked):
+        out[p] = out[p] + v
+    if x.dtype.kind == "f":
+        return CpuArray(dtypes.round_values(out, x.dtype), x.shape, x.dtype)
+    if x.dtype.kind == "b":
+        return CpuArray([bool(v) for v in out], x.shape, x.dtype)
+    return CpuArray(dtypes.wrap_int(out, x.dtype), x.shape, x.dtype)

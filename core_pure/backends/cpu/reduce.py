@@ -1,0 +1,88 @@
+"""Reductions of the Cpu backend along one dim; the reduced dim stays with size 1."""
+import math
+from functools import reduce as _fold
+
+from ... import dtypes
+from . import scalar as S
+from .array import CpuArray, numel, values
+
+
+def _segments(a, dim):
+    """Each output element's inputs, as a list (strided slices of the row-major values)."""
+    v = values(a)
+    shape = a.shape
+    n = shape[dim]
+    inner = numel(shape[dim + 1:])
+    outer = numel(shape[:dim])
+    block = n * inner
+    if inner == 1:
+        return [v[o * n:(o + 1) * n] for o in range(outer)]
+    return [v[o * block + i:(o + 1) * block:inner] for o in range(outer) for i in range(inner)]
+
+
+def _has_nan(seg):
+    s = sum(seg)
+    if s == s:
+        return False
+    for x in seg:
+        if x != x:
+            return True
+    return False  # inf - inf, not a nan in the input
+
+
+def _max(seg):
+    return max(seg)
+
+
+def _min(seg):
+    return min(seg)
+
+
+def _first_nan(seg):
+    for i, x in enumerate(seg):
+        if x != x:
+            return i
+    return -1
+
+
+if hasattr(math, "prod"):
+    _prod = math.prod
+else:
+    def _prod(seg):
+        return _fold(S.mul, seg, 1)
+
+
+def reduce(op, a, dim):
+    segs = _segments(a, dim)
+    dtype = a.dtype
+    is_float = dtype.kind == "f"
+    out_shape = a.shape[:dim] + (1,) + a.shape[dim + 1:]
+    if op == "sum" or op == "prod":
+        fold = sum if op == "sum" else _prod
+        if dtype.kind == "b":
+            dtype = dtypes.int64
+        out = [fold(s) for s in segs]
+        if is_float:
+            out = dtypes.round_values(out, dtype)
+        else:
+            out = dtypes.wrap_int([int(x) for x in out], dtype)
+        return CpuArray(out, out_shape, dtype)
+    if op == "any":
+        return CpuArray([any(s) for s in segs], out_shape, dtypes.bool_)
+    if op == "all":
+        return CpuArray([all(s) for s in segs], out_shape, dtypes.bool_)
+    if op == "max" or op == "min":
+        pick = max if op == "max" else min
+        if is_float:
+            nan = S.NAN
+            out = [nan if _has_nan(s) else pick(s) for s in segs]
+        else:
+            out = [pick(s) for s in segs]
+        return CpuArray(out, out_shape, dtype)
+    # argmax / argmin: the first index of the extreme, or of the first nan
+    pick = max if op == "argmax" else min
+    out = []
+    for s in segs:
+        i = _first_nan(s) if is_float and _has_nan(s) else -1
+        out.append(i if i >= 0 else s.index(pick(s)))
+    return CpuArray(out, out_shape, dtypes.int64)

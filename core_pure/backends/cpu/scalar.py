@@ -1,0 +1,242 @@
+"""Scalar kernels with IEEE semantics: where Python's math raises, these return inf, -inf or nan.
+
+Each op has a fast form (a plain function ``map`` can apply) and, where the fast form can raise on
+special values, a safe form used only when the fast pass failed.
+"""
+import math
+
+INF = float("inf")
+NAN = float("nan")
+
+
+def _binop(sym):
+    # MicroPython's operator module lacks add/mul/...; CPython's are the fastest map arguments
+    import operator
+    fn = getattr(operator, sym, None)
+    if fn is not None:
+        return fn
+    return {
+        "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+        "truediv": lambda a, b: a / b, "floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b,
+        "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+        "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+        "and_": lambda a, b: a & b, "or_": lambda a, b: a | b, "xor": lambda a, b: a ^ b,
+        "neg": lambda a: -a,
+    }[sym]
+
+
+add = _binop("add")
+sub = _binop("sub")
+mul = _binop("mul")
+truediv = _binop("truediv")
+neg = _binop("neg")
+
+
+def safe_exp(x):
+    try:
+        return math.exp(x)
+    except (OverflowError, ValueError):
+        return INF if x > 0 else 0.0
+
+
+def safe_log(x):
+    if x > 0 or x != x:
+        return math.log(x)
+    return -INF if x == 0 else NAN
+
+
+def safe_sqrt(x):
+    return math.sqrt(x) if x >= 0 or x != x else NAN
+
+
+def safe_trig(fn):
+    def f(x):
+        try:
+            return fn(x)
+        except ValueError:
+            return NAN  # sin/cos of +-inf
+    return f
+
+
+def sigmoid(x):
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    try:
+        e = math.exp(x)
+    except (OverflowError, ValueError):
+        return 0.0
+    return e / (1.0 + e)
+
+
+def safe_sigmoid(x):
+    if x != x:
+        return x
+    if x >= 0:
+        return 1.0 / (1.0 + safe_exp(-x))
+    e = safe_exp(x)
+    return e / (1.0 + e)
+
+
+def safe_expm1(x):
+    try:
+        return math.expm1(x)
+    except (OverflowError, ValueError):
+        return INF if x > 0 else -1.0
+
+
+if hasattr(math, "log1p"):
+    _log1p = math.log1p
+else:
+    def _log1p(x):
+        # log(1 + x) without losing the digits of a small x
+        u = 1.0 + x
+        if u == 1.0:
+            return x
+        return math.log(u) * x / (u - 1.0)
+
+
+def safe_log1p(x):
+    if x > -1.0 or x != x:
+        return INF if x == INF else _log1p(x)
+    return -INF if x == -1.0 else NAN
+
+
+def _rounding(fn):
+    def f(x):
+        if x != x or x == INF or x == -INF:
+            return x
+        return float(fn(x))
+    return f
+
+
+def round_half_even(x):
+    return round(x)  # Python rounds half to even, as torch and numpy do
+
+
+def sign(x):
+    if x != x:
+        return x
+    return (x > 0) - (x < 0)
+
+
+def fsign(x):
+    if x != x:
+        return x
+    return float((x > 0) - (x < 0))
+
+
+def reciprocal(x):
+    return 1.0 / x
+
+
+def safe_div(a, b):
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a != a or a == 0:
+            return NAN
+        return INF if (a > 0) == (math.copysign(1.0, b) > 0) else -INF
+
+
+def safe_reciprocal(x):
+    return safe_div(1.0, x)
+
+
+def fpow(a, b):
+    return math.pow(a, b)
+
+
+def safe_fpow(a, b):
+    try:
+        return math.pow(a, b)
+    except OverflowError:
+        return INF if a > 0 or float(b) % 2.0 == 0.0 else -INF
+    except (ValueError, ZeroDivisionError):
+        if a == 0:
+            # 0 ** negative: +inf, or -inf for -0 ** odd integer
+            odd = b == int(b) and int(b) % 2 == 1 if b == b and b not in (INF, -INF) else False
+            return -INF if odd and math.copysign(1.0, a) < 0 else INF
+        return NAN  # negative base, fractional exponent
+
+
+def ipow(bits):
+    # integer power, wrapped as the dtype holds it; exponents below zero truncate like C (1/a**n)
+    m = 1 << bits
+
+    def f(a, b):
+        if b < 0:
+            if a == 1:
+                return 1
+            if a == -1:
+                return -1 if b % 2 else 1
+            return 0
+        return pow(a, b, m)
+    return f
+
+
+def ffloordiv(a, b):
+    return math.floor(a / b) * 1.0
+
+
+def safe_ffloordiv(a, b):
+    q = safe_div(a, b)
+    if q != q or q in (INF, -INF):
+        return q
+    return math.floor(q) * 1.0
+
+
+def fmod(a, b):
+    # the sign follows the divisor, as Python, torch.remainder and numpy do
+    return a % b
+
+
+def safe_fmod(a, b):
+    if b == 0 or a != a or b != b or a in (INF, -INF):
+        return NAN
+    if b in (INF, -INF):
+        return a if (a >= 0) == (b > 0) or a == 0 else b
+    return a % b
+
+
+def ifloordiv(a, b):
+    return a // b
+
+
+def safe_ifloordiv(a, b):
+    return a // b if b else 0
+
+
+def imod(a, b):
+    return a % b
+
+
+def safe_imod(a, b):
+    return a % b if b else 0
+
+
+def maximum(a, b):
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a >= b else b
+
+
+def minimum(a, b):
+    if a != a:
+        return a
+    if b != b:
+        return b
+    return a if a <= b else b
+
+
+def isnan(x):
+    return x != x
+
+
+def isinf(x):
+    return x == INF or x == -INF
+
+
+def logical_not(x):
+    return not x

@@ -1,0 +1,163 @@
+"""Creating tensors: from Python data or bytes, constants, ranges and random draws."""
+from . import dtypes, rng
+from .device import resolve
+from .errors import ArgumentError, ArgumentTypeError, ShapeError
+from .shapes import numel, size_args
+from .tensor import Tensor
+
+_ARRAY_CODES = {"f": "float32", "d": "float64", "b": "int8", "B": "int32", "h": "int32", "H": "int32",
+                "i": "int32", "I": "int64", "l": "int64", "L": "int64", "q": "int64", "Q": "int64"}
+_SCALARS = (bool, int, float)
+
+
+def tensor(data, dtype=None, device=None, shape=None):
+    """A tensor from nested lists/tuples, a Python scalar, an ``array.array``, bytes, or a tensor.
+
+    >>> ember.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> ember.tensor(b"\\x00\\x00\\x80?", dtype=ember.float32, shape=(1,))
+    """
+    dev = resolve(device)
+    if type(data) is Tensor:
+        out = data.to(dev)
+        return out.to(dtypes.get(dtype)) if dtype is not None else out
+    if type(data) in (bytes, bytearray, memoryview):
+        return _from_bytes(data, dtype, shape, dev)
+    if shape is not None:
+        raise ArgumentError("tensor: shape= is only for bytes; found data of type %s" % type(data).__name__)
+    if type(data) in _SCALARS:
+        flat, shp = [data], ()
+    elif type(data) in (list, tuple):
+        flat, shp = _flatten(data)
+    elif _is_array(data):
+        flat, shp = list(data), (len(data),)
+        if dtype is None and hasattr(data, "typecode"):
+            dtype = _ARRAY_CODES.get(data.typecode)
+    else:
+        raise ArgumentTypeError("tensor: expected nested lists, a scalar, an array.array, bytes or a tensor; "
+                                "found %s" % type(data).__name__)
+    dt = dtypes.get(dtype) if dtype is not None else _infer(flat)
+    return Tensor(dev.from_list(flat, shp, dt), shp, dt, dev)
+
+
+def _is_array(data):
+    from array import array
+    return isinstance(data, array)
+
+
+def _flatten(data):
+    """(flat values, shape) of nested sequences; ragged nesting is a ShapeError."""
+    shape = []
+    probe = data
+    while type(probe) in (list, tuple):
+        shape.append(len(probe))
+        if not probe:
+            break
+        probe = probe[0]
+    level = [data]
+    for depth, n in enumerate(shape):
+        nxt = []
+        for item in level:
+            if type(item) not in (list, tuple) or len(item) != n:
+                found = len(item) if type(item) in (list, tuple) else type(item).__name__
+                raise ShapeError("tensor: ragged nested data: expected %d items at depth %d, found %s"
+                                 % (n, depth, found))
+            nxt.extend(item)
+        level = nxt
+    for v in level:
+        if type(v) not in _SCALARS:
+            raise ArgumentTypeError("tensor: expected bool, int or float elements, found %s" % type(v).__name__)
+    return level, tuple(shape)
+
+
+def _infer(flat):
+    dt = dtypes.bool_
+    for v in flat:
+        t = type(v)
+        if t is float:
+            return dtypes.default_float
+        if t is int:
+            dt = dtypes.default_int
+    return dt if flat else dtypes.default_float
+
+
+def _from_bytes(buf, dtype, shape, dev):
+    if dtype is None or shape is None:
+        raise ArgumentError("tensor: bytes need dtype= and shape=")
+    dt = dtypes.get(dtype)
+    shp = size_args((shape,), "tensor")
+    expected = numel(shp) * dt.itemsize
+    if len(buf) != expected:
+        raise ShapeError("tensor: %d bytes do not hold shape %s of %s (expected %d bytes)"
+                         % (len(buf), shp, dt.name, expected))
+    return Tensor(dev.from_bytes(bytes(buf), shp, dt), shp, dt, dev)
+
+
+def full(size, fill_value, dtype=None, device=None):
+    """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from it when not given)."""
+    dev = resolve(device)
+    shape = size_args((size,), "full")
+    dt = dtypes.get(dtype) if dtype is not None else dtypes.of_value(fill_value)
+    return Tensor(dev.full(shape, fill_value, dt), shape, dt, dev)
+
+
+def zeros(*size, dtype=None, device=None):
+    return full(size_args(size, "zeros"), 0, dtype or dtypes.default_float, device)
+
+
+def ones(*size, dtype=None, device=None):
+    return full(size_args(size, "ones"), 1, dtype or dtypes.default_float, device)
+
+
+def zeros_like(x, dtype=None, device=None):
+    return full(x.shape, 0, dtype or x.dtype, device or x.device)
+
+
+def ones_like(x, dtype=None, device=None):
+    return full(x.shape, 1, dtype or x.dtype, device or x.device)
+
+
+def full_like(x, fill_value, dtype=None, device=None):
+    return full(x.shape, fill_value, dtype or x.dtype, device or x.device)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None):
+    """``start, start + step, ...`` below ``end``; int64 for int arguments, else float32."""
+    if end is None:
+        start, end = 0, start
+    for v in (start, end, step):
+        if type(v) not in (int, float):
+            raise ArgumentTypeError("arange: expected int or float bounds, found %s" % type(v).__name__)
+    if step == 0:
+        raise ArgumentError("arange: step must not be 0")
+    n = -((start - end) // step) if type(start) is int and type(end) is int and type(step) is int \
+        else int(-((start - end) // step))
+    n = max(n, 0)
+    if dtype is None:
+        all_int = type(start) is int and type(end) is int and type(step) is int
+        dtype = dtypes.default_int if all_int else dtypes.default_float
+    dt = dtypes.get(dtype)
+    dev = resolve(device)
+    flat = [start + i * step for i in range(n)]
+    return Tensor(dev.from_list(flat, (n,), dt), (n,), dt, dev)
+
+
+def rand(*size, generator=None, dtype=None, device=None):
+    """Uniform draws in [0, 1) from ``generator`` (ember's seeded default when None)."""
+    shape = size_args(size, "rand")
+    g = generator or rng.default_generator
+    return _floats(g.uniforms(numel(shape)), shape, dtype, device, "rand")
+
+
+def randn(*size, generator=None, dtype=None, device=None):
+    """Standard normal draws from ``generator`` (ember's seeded default when None)."""
+    shape = size_args(size, "randn")
+    g = generator or rng.default_generator
+    return _floats(g.normals(numel(shape)), shape, dtype, device, "randn")
+
+
+def _floats(flat, shape, dtype, device, op):
+    dt = dtypes.get(dtype) if dtype is not None else dtypes.default_float
+    if dt.kind != "f":
+        raise ArgumentError("%s: expected a float dtype, found %s" % (op, dt.name))
+    dev = resolve(device)
+    return Tensor(dev.from_list(flat, shape, dt), shape, dt, dev)

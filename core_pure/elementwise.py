@@ -1,0 +1,131 @@
+"""Elementwise ops: dtype promotion, broadcasting and scalars, then one backend primitive."""
+from array import array
+
+from . import dtypes
+from .errors import DTypeError, DeviceError
+from .shapes import broadcast_shapes
+from .tensor import Tensor
+
+_FLOAT_ONLY = ("exp", "log", "sqrt", "sin", "cos", "tanh", "erf", "sigmoid", "expm1", "log1p",
+               "reciprocal")
+_ROUNDING = ("floor", "ceil", "round", "trunc")
+_COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+_LOGICAL = ("and", "or", "xor")
+_KEEPS_BOOL = ("maximum", "minimum") + _LOGICAL
+
+
+def same_device(a, b, op):
+    da, db = a.device, b.device
+    if da is not db and da != db:
+        raise DeviceError("%s: expected tensors on one device, found %r and %r" % (op, da, db))
+    return da
+
+
+def broadcast_to(t, shape):
+    """``t``'s backend array as a view of ``shape`` (leading 1-dims, then expand)."""
+    dev = t.device
+    data = t._data
+    if t.shape == shape:
+        return data
+    if len(t.shape) < len(shape):
+        data = dev.reshape(data, (1,) * (len(shape) - len(t.shape)) + t.shape)
+    return dev.expand(data, shape)
+
+
+def _compute_dtype(op, dtype):
+    """The dtype ``op`` runs in, given the promoted dtype of its operands."""
+    if op in _LOGICAL:
+        if dtype.kind == "f":
+            raise DTypeError("%s: expected bool or integer tensors, found %s" % (op, dtype.name))
+        return dtype
+    if op == "div":
+        return dtype if dtype.kind == "f" else dtypes.default_float
+    if dtype.kind == "b" and op not in _KEEPS_BOOL and op not in _COMPARE:
+        return dtypes.int64  # arithmetic on bools counts them as 0/1
+    return dtype
+
+
+def _scalar_as(value, dtype):
+    if dtype.kind == "f":
+        if dtype is dtypes.float32:
+            return array("f", (value,))[0]  # the scalar takes the tensor's precision
+        return dtypes.round_values([value], dtype)[0]
+    if dtype.kind == "i":
+        return int(value)
+    return bool(value)
+
+
+def binary(op, a, b):
+    """``a op b`` where at least one side is a Tensor and the other a Tensor or Python scalar."""
+    if type(a) is Tensor and type(b) is Tensor:
+        dev = same_device(a, b, op)
+        dtype = a.dtype if a.dtype is b.dtype else dtypes.promote(a.dtype, b.dtype)
+        dtype = _compute_dtype(op, dtype)
+        pa = a._data if a.dtype is dtype else dev.cast(a._data, dtype)
+        pb = b._data if b.dtype is dtype else dev.cast(b._data, dtype)
+        shape = a.shape
+        if b.shape != shape:
+            shape = broadcast_shapes(a.shape, b.shape, op)
+            if a.shape != shape:
+                pa = broadcast_to(Tensor(pa, a.shape, dtype, dev), shape)
+            if b.shape != shape:
+                pb = broadcast_to(Tensor(pb, b.shape, dtype, dev), shape)
+    else:
+        t, s = (a, b) if type(a) is Tensor else (b, a)
+        dev = t.device
+        dtype = _compute_dtype(op, dtypes.promote_scalar(t.dtype, s))
+        pt = t._data if t.dtype is dtype else dev.cast(t._data, dtype)
+        s = _scalar_as(s, dtype)
+        pa, pb = (pt, s) if t is a else (s, pt)
+        shape = t.shape
+    out = dev.binary(op, pa, pb)
+    return Tensor(out, shape, dtypes.bool_ if op in _COMPARE else dtype, dev)
+
+
+def unary(op, x):
+    dev = x.device
+    data = x._data
+    dtype = x.dtype
+    if op in ("isnan", "isinf") and dtype.kind != "f":
+        return Tensor(dev.full(x.shape, False, dtypes.bool_), x.shape, dtypes.bool_, dev)
+    if op == "logical_not":
+        if dtype is not dtypes.bool_:
+            data = dev.cast(data, dtypes.bool_)
+        return Tensor(dev.unary(op, data), x.shape, dtypes.bool_, dev)
+    if dtype.kind != "f":
+        if op in _ROUNDING:
+            return x
+        if op in _FLOAT_ONLY:
+            dtype = dtypes.default_float
+        elif dtype.kind == "b":
+            dtype = dtypes.int64
+        data = dev.cast(data, dtype)
+    out = dev.unary(op, data)
+    return Tensor(out, x.shape, dtypes.bool_ if op in ("isnan", "isinf") else dtype, dev)
+
+
+def where(cond, a, b):
+    """Elements of ``a`` where ``cond`` is true, else of ``b``; ``a``/``b`` may be Python scalars."""
+    from .creation import full
+    if type(cond) is not Tensor:
+        raise DTypeError("where: expected a bool tensor condition, found %s" % type(cond).__name__)
+    dev = cond.device
+    ta = a if type(a) is Tensor else None
+    tb = b if type(b) is Tensor else None
+    if ta is None and tb is None:
+        dtype = dtypes.promote(dtypes.of_value(a), dtypes.of_value(b))
+    elif ta is None:
+        dtype = dtypes.promote_scalar(tb.dtype, a)
+    elif tb is None:
+        dtype = dtypes.promote_scalar(ta.dtype, b)
+    else:
+        dtype = dtypes.promote(ta.dtype, tb.dtype)
+    ta = ta if ta is not None else full((), a, dtype=dtype, device=dev)
+    tb = tb if tb is not None else full((), b, dtype=dtype, device=dev)
+    same_device(cond, ta, "where")
+    same_device(cond, tb, "where")
+    shape = broadcast_shapes(broadcast_shapes(cond.shape, ta.shape, "where"), tb.shape, "where")
+    c = cond if cond.dtype is dtypes.bool_ else cond.to(dtypes.bool_)
+    ta, tb = ta.to(dtype), tb.to(dtype)
+    out = dev.where(broadcast_to(c, shape), broadcast_to(ta, shape), broadcast_to(tb, shape))
+    return Tensor(out, shape, dtype, dev)

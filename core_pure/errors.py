@@ -1,0 +1,45 @@
+"""ember's errors: each class is also the builtin a Python user would catch.
+
+Every message names the op and what was expected against what was found, e.g.
+``matmul: expected a.shape[-1] == b.shape[-2], found (2, 3) @ (4, 5)``.
+
+On CPython each class subclasses ``EmberError`` and its builtin. MicroPython cannot give a class
+two exception bases, so there each class subclasses only its builtin and ``EmberError`` is the
+tuple of them all: ``except ember.EmberError`` and ``isinstance(e, ember.EmberError)`` work on both.
+"""
+
+# (name, builtin, what it means)
+_KINDS = (
+    ("ShapeError", ValueError, "Shapes that cannot meet in an op (broadcasting, matmul, reshape, cat...)."),
+    ("DTypeError", TypeError, "A dtype an op does not accept, or an unknown dtype name."),
+    ("DeviceError", ValueError, "Tensors on devices that cannot meet in one op."),
+    ("IndexOutOfRange", IndexError, "An index or dim outside a tensor's bounds."),
+    ("ArgumentError", ValueError, "A value an op does not accept (stride 0, unknown mode, ...)."),
+    ("ArgumentTypeError", TypeError, "An argument of the wrong Python type (a string where a tensor belongs, ...)."),
+    ("RecordError", ValueError, "A weights file that is corrupt, truncated, hostile or does not fit the module."),
+)
+
+
+def _build():
+    class EmberError(Exception):
+        """Base of every error ember raises on purpose."""
+
+    classes = {}
+    try:
+        for name, builtin, doc in _KINDS:
+            classes[name] = type(name, (EmberError, builtin), {"__doc__": doc})
+        return EmberError, classes
+    except TypeError:  # MicroPython: "multiple bases have instance lay-out conflict"
+        for name, builtin, doc in _KINDS:
+            classes[name] = type(name, (builtin,), {})
+        return tuple(classes[name] for name, _, _ in _KINDS), classes
+
+
+EmberError, _classes = _build()
+ShapeError = _classes["ShapeError"]
+DTypeError = _classes["DTypeError"]
+DeviceError = _classes["DeviceError"]
+IndexOutOfRange = _classes["IndexOutOfRange"]
+ArgumentError = _classes["ArgumentError"]
+ArgumentTypeError = _classes["ArgumentTypeError"]
+RecordError = _classes["RecordError"]

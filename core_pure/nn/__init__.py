@@ -1,0 +1,1 @@
+"""ember.nn: neural-network building blocks. ``ember.nn.functional`` holds the stateless ops."""

@@ -1,0 +1,384 @@
+"""``ember.Tensor``: the one tensor type users see. Its methods are the API's front door.
+
+A tensor holds its device's array, its shape (a tuple of ints), its dtype and its device. Users
+see value semantics: no op, ``t[i] = v`` included, changes another tensor.
+"""
+from . import dtypes
+from .errors import ArgumentTypeError, ShapeError
+
+
+class Tensor:
+    __slots__ = ("_data", "shape", "dtype", "device")
+
+    def __init__(self, data, shape, dtype, device):
+        self._data = data
+        self.shape = shape
+        self.dtype = dtype
+        self.device = device
+
+    # -- facts --------------------------------------------------------------------------------
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def dim(self):
+        return len(self.shape)
+
+    def numel(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def size(self, dim=None):
+        if dim is None:
+            return self.shape
+        from .shapes import dim as _dim
+        return self.shape[_dim(dim, len(self.shape), "size")]
+
+    # -- reading data (the only points that wait for a device) --------------------------------
+    def tolist(self):
+        """Nested Python lists (or a scalar for a 0-d tensor)."""
+        flat = self.device.to_list(self._data)
+        return _nest(flat, self.shape)
+
+    def item(self):
+        if self.numel() != 1:
+            raise ShapeError("item: expected a tensor with one element, found shape %s" % (self.shape,))
+        return self.device.to_list(self._data)[0]
+
+    def to_bytes(self):
+        """The values, row-major, little-endian, in this tensor's dtype (safetensors' layout)."""
+        return self.device.to_bytes(self._data)
+
+    def __repr__(self):
+        from .printing import tensor_repr
+        return tensor_repr(self)
+
+    def __len__(self):
+        if not self.shape:
+            raise ArgumentTypeError("len: a 0-d tensor has no length")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise ShapeError("bool: the truth of a tensor with %d elements is ambiguous; use any() or all()"
+                             % self.numel())
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.kind == "f":
+            raise ArgumentTypeError("index: expected an integer tensor, found %s" % self.dtype.name)
+        return int(self.item())
+
+    def __hash__(self):
+        return id(self)
+
+    # -- dtype and device -----------------------------------------------------------------------
+    def to(self, target):
+        """A copy on another device (``t.to(ember.Cpu())``) or in another dtype (``t.to(ember.int32)``)."""
+        from .backend import Backend
+        if isinstance(target, Backend):
+            if target == self.device:
+                return self
+            flat = self.device.to_list(self._data)
+            return Tensor(target.from_list(flat, self.shape, self.dtype), self.shape, self.dtype, target)
+        dtype = dtypes.get(target)
+        if dtype is self.dtype:
+            return self
+        return Tensor(self.device.cast(self._data, dtype), self.shape, dtype, self.device)
+
+    def float(self):
+        return self.to(dtypes.float32)
+
+    def double(self):
+        return self.to(dtypes.float64)
+
+    def half(self):
+        return self.to(dtypes.float16)
+
+    def int(self):
+        return self.to(dtypes.int32)
+
+    def long(self):
+        return self.to(dtypes.int64)
+
+    def bool(self):
+        return self.to(dtypes.bool_)
+
+    # -- arithmetic -----------------------------------------------------------------------------
+    def __add__(self, o):
+        return binary("add", self, o)
+
+    def __radd__(self, o):
+        return binary("add", o, self)
+
+    def __sub__(self, o):
+        return binary("sub", self, o)
+
+    def __rsub__(self, o):
+        return binary("sub", o, self)
+
+    def __mul__(self, o):
+        return binary("mul", self, o)
+
+    def __rmul__(self, o):
+        return binary("mul", o, self)
+
+    def __truediv__(self, o):
+        return binary("div", self, o)
+
+    def __rtruediv__(self, o):
+        return binary("div", o, self)
+
+    def __floordiv__(self, o):
+        return binary("floordiv", self, o)
+
+    def __rfloordiv__(self, o):
+        return binary("floordiv", o, self)
+
+    def __mod__(self, o):
+        return binary("mod", self, o)
+
+    def __rmod__(self, o):
+        return binary("mod", o, self)
+
+    def __pow__(self, o):
+        return binary("pow", self, o)
+
+    def __rpow__(self, o):
+        return binary("pow", o, self)
+
+    def __matmul__(self, o):
+        return matmul(self, o)
+
+    def __rmatmul__(self, o):
+        return matmul(o, self)
+
+    def __neg__(self):
+        return unary("neg", self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return unary("abs", self)
+
+    def __and__(self, o):
+        return binary("and", self, o)
+
+    def __rand__(self, o):
+        return binary("and", o, self)
+
+    def __or__(self, o):
+        return binary("or", self, o)
+
+    def __ror__(self, o):
+        return binary("or", o, self)
+
+    def __xor__(self, o):
+        return binary("xor", self, o)
+
+    def __rxor__(self, o):
+        return binary("xor", o, self)
+
+    def __invert__(self):
+        if self.dtype is not dtypes.bool_:
+            raise ArgumentTypeError("invert: expected a bool tensor, found %s" % self.dtype.name)
+        return unary("logical_not", self)
+
+    # -- comparisons (bool tensors) ---------------------------------------------------------------
+    def __eq__(self, o):
+        return binary("eq", self, o)
+
+    def __ne__(self, o):
+        return binary("ne", self, o)
+
+    def __lt__(self, o):
+        return binary("lt", self, o)
+
+    def __le__(self, o):
+        return binary("le", self, o)
+
+    def __gt__(self, o):
+        return binary("gt", self, o)
+
+    def __ge__(self, o):
+        return binary("ge", self, o)
+
+    def eq(self, o):
+        return binary("eq", self, o)
+
+    def ne(self, o):
+        return binary("ne", self, o)
+
+    def lt(self, o):
+        return binary("lt", self, o)
+
+    def le(self, o):
+        return binary("le", self, o)
+
+    def gt(self, o):
+        return binary("gt", self, o)
+
+    def ge(self, o):
+        return binary("ge", self, o)
+
+    # -- named elementwise ----------------------------------------------------------------------
+    def add(self, o):
+        return binary("add", self, o)
+
+    def sub(self, o):
+        return binary("sub", self, o)
+
+    def mul(self, o):
+        return binary("mul", self, o)
+
+    def div(self, o):
+        return binary("div", self, o)
+
+    def pow(self, o):
+        return binary("pow", self, o)
+
+    def maximum(self, o):
+        return binary("maximum", self, o)
+
+    def minimum(self, o):
+        return binary("minimum", self, o)
+
+    def neg(self):
+        return unary("neg", self)
+
+    def abs(self):
+        return unary("abs", self)
+
+    def exp(self):
+        return unary("exp", self)
+
+    def log(self):
+        return unary("log", self)
+
+    def sqrt(self):
+        return unary("sqrt", self)
+
+    def tanh(self):
+        return unary("tanh", self)
+
+    def erf(self):
+        return unary("erf", self)
+
+    def sigmoid(self):
+        return unary("sigmoid", self)
+
+    def sin(self):
+        return unary("sin", self)
+
+    def cos(self):
+        return unary("cos", self)
+
+    def relu(self):
+        return binary("maximum", self, 0)
+
+    def isnan(self):
+        return unary("isnan", self)
+
+    def isinf(self):
+        return unary("isinf", self)
+
+    # -- reductions -----------------------------------------------------------------------------
+    def sum(self, dim=None, keepdim=False):
+        return reduction.sum(self, dim, keepdim)
+
+    def mean(self, dim=None, keepdim=False):
+        return reduction.mean(self, dim, keepdim)
+
+    def prod(self, dim=None, keepdim=False):
+        return reduction.prod(self, dim, keepdim)
+
+    def max(self, dim=None, keepdim=False):
+        """The largest element; with ``dim``, ``(values, indices)`` along it."""
+        return reduction.extreme("max", self, dim, keepdim)
+
+    def min(self, dim=None, keepdim=False):
+        return reduction.extreme("min", self, dim, keepdim)
+
+    def argmax(self, dim=None, keepdim=False):
+        return reduction.arg("argmax", self, dim, keepdim)
+
+    def argmin(self, dim=None, keepdim=False):
+        return reduction.arg("argmin", self, dim, keepdim)
+
+    def any(self, dim=None, keepdim=False):
+        return reduction.logical("any", self, dim, keepdim)
+
+    def all(self, dim=None, keepdim=False):
+        return reduction.logical("all", self, dim, keepdim)
+
+    # -- shape and movement ---------------------------------------------------------------------
+    def reshape(self, *shape):
+        return movement.reshape(self, shape)
+
+    def view(self, *shape):
+        return movement.reshape(self, shape)
+
+    def permute(self, *dims):
+        return movement.permute(self, dims)
+
+    def transpose(self, dim0, dim1):
+        return movement.transpose(self, dim0, dim1)
+
+    def expand(self, *shape):
+        return movement.expand(self, shape)
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        return movement.flatten(self, start_dim, end_dim)
+
+    def squeeze(self, dim=None):
+        return movement.squeeze(self, dim)
+
+    def unsqueeze(self, dim):
+        return movement.unsqueeze(self, dim)
+
+    def contiguous(self):
+        return self  # layout is the backend's business; values are what a user sees
+
+    def __getitem__(self, index):
+        return movement.getitem(self, index)
+
+    def __setitem__(self, index, value):
+        movement.setitem(self, index, value)
+
+    def matmul(self, o):
+        return matmul(self, o)
+
+
+def _nest(flat, shape):
+    if not shape:
+        return flat[0]
+    if 0 in shape:
+        return _nest_empty(shape)
+    for n in reversed(shape[1:]):
+        flat = [flat[i:i + n] for i in range(0, len(flat), n)]
+    return flat
+
+
+def _nest_empty(shape):
+    if len(shape) == 1:
+        return []
+    return [_nest_empty(shape[1:]) for _ in range(shape[0])]
+
+
+# The op modules import Tensor from this module, so they are imported once it exists.
+from .elementwise import binary, unary  # noqa: E402
+from .linalg import matmul  # noqa: E402
+from . import movement, reduction  # noqa: E402
