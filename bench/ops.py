@@ -1,6 +1,6 @@
 """Per-op speed of ember's pure-Python Cpu backend beside numpy and PyTorch, measured in one run.
 
-    python bench/ops.py [--rounds N] [--threads N] [--no-mpy] [--mpy-runner PATH]
+    python bench/ops.py [--rounds N] [--target S] [--threads N] [--no-mpy] [--mpy-runner PATH]
 
 Small ops (add, mul, sum of 16 floats; a 4x4 matmul) show the fixed cost of one op; square
 matmuls (64, 128) show the pure-Python arithmetic rate in MFLOP/s (2 n^3 per product). Every
@@ -82,9 +82,24 @@ def median(xs):
     return s[k // 2] if k % 2 else (s[k // 2 - 1] + s[k // 2]) / 2
 
 
-def summarize(samples):
-    """(median, min, max) of a list of per-call seconds."""
+def summarize(samples, keep=None):
+    """(median, min, max) of a list of per-call seconds, over the rounds in ``keep`` (default all)."""
+    if keep is not None:
+        samples = [samples[i] for i in keep]
     return median(samples), min(samples), max(samples)
+
+
+QUIET_CORES = 0.3  # as in the CPU anchors: rounds where other processes used more are dropped
+MIN_KEPT = 3
+
+
+def quiet_rounds(loads):
+    """(indices of the rounds to summarize, whether they are quiet ones): the rounds where other
+    processes used at most QUIET_CORES if there are MIN_KEPT of them, else every round."""
+    quiet = [i for i, load in enumerate(loads) if load is not None and load <= QUIET_CORES]
+    if len(quiet) >= MIN_KEPT:
+        return quiet, True
+    return list(range(len(loads))), False
 
 
 def operands(values16, mat4, n_sq, convert):
@@ -117,10 +132,12 @@ def inputs(sizes):
     return values16, mat4, squares
 
 
-def run_rounds(cells, rounds, target_s, shuffle):
-    """Time every cell once per round, in shuffled order; returns {cell name: [per-call seconds]}.
+def run_rounds(cells, rounds, target_s, shuffle, meter=None):
+    """Time every cell once per round, in shuffled order.
 
-    ``cells`` maps a name to (loop, a, b); each batch lasts about ``target_s`` seconds.
+    ``cells`` maps a name to (loop, a, b); each batch lasts about ``target_s`` seconds. Returns
+    ({cell name: [per-call seconds, one per round]}, [other processes' load per round, in cores]);
+    the loads are measured by ``meter()`` objects when given, else None.
     """
     names = sorted(cells, key=str)
     counts = {}
@@ -130,14 +147,17 @@ def run_rounds(cells, rounds, target_s, shuffle):
     samples = {}
     for name in names:
         samples[name] = []
+    loads = []
     for _ in range(rounds):
         order = list(names)
         shuffle(order)
+        m = meter() if meter else None
         for name in order:
             loop, a, b = cells[name]
             n = counts[name]
             samples[name].append(batch_seconds(loop, a, b, n) / n)
-    return samples
+        loads.append(m.foreign_cores() if m else None)
+    return samples, loads
 
 
 def fmt_range(med, lo, hi, digits=2):
@@ -158,7 +178,7 @@ def main_micropython():
     for op in SMALL_OPS:
         cells[op] = (LOOPS[op],) + cases[op]
     cells["matmul64"] = (_loop_matmul,) + cases[64]
-    samples = run_rounds(cells, rounds, target_s, gen.shuffle)
+    samples, _ = run_rounds(cells, rounds, target_s, gen.shuffle)
     out = {}
     print("ember Cpu on MicroPython %s, median [min-max] over %d rounds"
           % (".".join(str(v) for v in sys.implementation.version[:3]), rounds))
@@ -288,7 +308,7 @@ class LoadMeter:
 
 
 def run_micropython(runner):
-    """ember's MicroPython figures as a dict, or (None, why not)."""
+    """(ember's MicroPython figures as a dict, their title line), or (None, why there are none)."""
     import json
     import os
     import shutil
@@ -309,7 +329,7 @@ def run_micropython(runner):
     if proc.returncode != 0 or not lines or not lines[-1].startswith("{"):
         tail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-1:] or ["no output"]
         return None, "MicroPython run failed (exit %d): %s" % (proc.returncode, tail[0])
-    return json.loads(lines[-1]), "\n".join(lines[:-1])
+    return json.loads(lines[-1]), lines[0] if len(lines) > 1 else ""
 
 
 def main_cpython(argv):
@@ -337,19 +357,18 @@ def main_cpython(argv):
     for impl in sorted(errors):
         print("  results agree with %s: max relative difference %.1e" % (impl, errors[impl]))
 
-    meter = LoadMeter()
     cells = {}
     for impl in impls:
         for op in SMALL_OPS:
             cells[(impl, op)] = (LOOPS[op],) + cases[impl][op]
-    small = run_rounds(cells, args.rounds, args.target, rng.shuffle)
+    small, small_loads = run_rounds(cells, args.rounds, args.target, rng.shuffle, LoadMeter)
     cells = {}
     for impl in impls:
         for n in MATMUL_SIZES:
             cells[(impl, n)] = (_loop_matmul,) + cases[impl][n]
     big_rounds = max(3, (args.rounds + 1) // 2)
-    big = run_rounds(cells, big_rounds, 2 * args.target, rng.shuffle)
-    foreign = meter.foreign_cores()
+    big, big_loads = run_rounds(cells, big_rounds, 2 * args.target, rng.shuffle, LoadMeter)
+    (keep_small, quiet_small), (keep_big, quiet_big) = quiet_rounds(small_loads), quiet_rounds(big_loads)
 
     mpy, mpy_info = (None, "skipped (--no-mpy)") if args.no_mpy else run_micropython(args.mpy_runner)
 
@@ -358,11 +377,11 @@ def main_cpython(argv):
     for impl in impls:
         prefix = "" if impl == "ember" else impl + "_"
         for op in SMALL_OPS:
-            med, lo, hi = summarize(small[(impl, op)])
+            med, lo, hi = summarize(small[(impl, op)], keep_small)
             result[prefix + op + "_us"] = med * 1e6
             spread[prefix + op + "_us"] = [lo * 1e6, hi * 1e6]
         for n in MATMUL_SIZES:
-            med, lo, hi = summarize(big[(impl, n)])
+            med, lo, hi = summarize(big[(impl, n)], keep_big)
             flop = 2.0 * n ** 3
             key = ("pure" if impl == "ember" else impl) + "_matmul_%d_mflops" % n
             result[key] = flop / med / 1e6
@@ -383,10 +402,15 @@ def main_cpython(argv):
         if mpy and key + "_range" in mpy:
             spread[key] = mpy[key + "_range"]
 
-    print_tables(result, spread, impls, args.rounds, big_rounds, mpy, mpy_info, foreign)
+    loads = [v for v in small_loads + big_loads if v is not None]
+    foreign = median(loads) if loads else None
+    kept = (len(keep_small), len(keep_big))
+    print_tables(result, spread, impls, kept, (args.rounds, big_rounds), foreign, quiet_small and quiet_big,
+                 mpy, mpy_info)
     result["goal_add16_us"] = GOALS["add16_us"]
     result["goal_pure_matmul_128_mflops"] = GOALS["pure_matmul_128_mflops"]
-    result["rounds"] = args.rounds
+    result["rounds"] = [args.rounds, big_rounds]
+    result["rounds_kept"] = list(kept)
     result["threads"] = args.threads
     result["foreign_cores"] = foreign
     result["spread"] = spread
@@ -431,11 +455,11 @@ def _goal(value, goal, smaller_is_better):
     return "goal %s %g: %s" % ("<=" if smaller_is_better else ">=", goal, "met" if met else "NOT met")
 
 
-def print_tables(result, spread, impls, rounds, big_rounds, mpy, mpy_info, foreign):
+def print_tables(result, spread, impls, kept, rounds, foreign, quiet, mpy, mpy_info):
     print()
-    print("Per call, microseconds: median [min-max] over %d rounds (lower is better)." % rounds)
+    print("Per call, microseconds: median [min-max] over %d rounds (lower is better)." % kept[0])
     print("vs X = X's time / ember's time: above 1 means ember is faster.")
-    head = "%-8s %-22s %-22s %-22s %8s %8s  %-22s %s"
+    head = "%-8s %-22s %-22s %-22s %9s %9s  %-22s %s"
     print(head % ("op", "ember Cpu", "numpy", "torch", "vs numpy", "vs torch", "ember on MicroPython", ""))
     for op in SMALL_OPS:
         goal = _goal(result[op + "_us"], GOALS["add16_us"], True) if op == "add16" else ""
@@ -444,8 +468,8 @@ def print_tables(result, spread, impls, rounds, big_rounds, mpy, mpy_info, forei
                       _ratio(result[op + "_vs_torch"]), _cell(result, spread, "mpy_" + op + "_us", 1), goal))
     print()
     print("Square float32 matmul, MFLOP/s (2n^3 / time): median [min-max] over %d rounds (higher is better)."
-          % big_rounds)
-    head = "%-8s %-22s %-24s %-24s %8s %8s  %-22s %s"
+          % kept[1])
+    head = "%-8s %-22s %-24s %-24s %9s %9s  %-22s %s"
     print(head % ("n", "ember Cpu", "numpy", "torch", "vs numpy", "vs torch", "ember on MicroPython", ""))
     for n in MATMUL_SIZES:
         goal = _goal(result["pure_matmul_128_mflops"], GOALS["pure_matmul_128_mflops"], False) if n == 128 else ""
@@ -462,12 +486,17 @@ def print_tables(result, spread, impls, rounds, big_rounds, mpy, mpy_info, forei
     if mpy is None:
         print("MicroPython: %s" % mpy_info)
     else:
-        print("MicroPython (node tests/mpy/run.mjs --script bench/ops.py):")
-        for line in mpy_info.splitlines():
-            print("  " + line)
+        print("MicroPython column: ember alone, from `node tests/mpy/run.mjs --script bench/ops.py`, run by "
+              "this script (%s)." % mpy_info)
     if foreign is not None:
-        print("Other processes used %.2f cores on average while CPython was measured%s."
-              % (foreign, "" if foreign <= 0.3 else ": figures may be skewed, run again when the machine is quiet"))
+        print("Other processes used %.2f cores (median over rounds) while CPython was measured." % foreign)
+        if quiet:
+            print("Kept the rounds where they used at most %.1f cores: %d of %d (small ops), %d of %d (matmul)."
+                  % (QUIET_CORES, kept[0], rounds[0], kept[1], rounds[1]))
+        else:
+            print("Fewer than %d rounds of a phase were quiet (other processes at most %.1f cores), so every round "
+                  "is kept: the machine was busy, figures may be skewed; run again when it is quiet."
+                  % (MIN_KEPT, QUIET_CORES))
     print()
 
 

@@ -12,9 +12,13 @@ from .backend import Backend
 from .backends.cpu import Cpu
 from .device import default_device, set_default_device
 from .rng import Generator, seed
-from .creation import (tensor, zeros, ones, full, zeros_like, ones_like, full_like, arange, rand, randn)
-from .elementwise import where
-from .movement import cat, stack
+from .creation import (tensor, zeros, ones, full, zeros_like, ones_like, full_like, empty, empty_like,
+                       arange, linspace, eye, rand, randn, randint, random)
+from .distributions import Distribution, Uniform, Normal, Bernoulli
+from .elementwise import where, clamp, isfinite
+from .movement import cat, stack, flip, roll, split, chunk, narrow, tril, triu
+from .indexing import gather, scatter, index_select, masked_fill, masked_select, nonzero, take
+from .reduction import sort, argsort, topk, unique, cumsum, cumprod, logsumexp
 from .linalg import matmul
 
 bool = bool_  # noqa: A001  (ember.bool reads like torch.bool; the builtin stays reachable as builtins.bool)

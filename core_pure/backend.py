@@ -12,18 +12,22 @@ UNARY_OPS = (
     # keep the input dtype (integers and floats)
     "neg", "abs", "sign",
     # float only (the frontend casts integer inputs to the default float first)
-    "exp", "log", "sqrt", "sin", "cos", "tanh", "erf", "sigmoid", "expm1", "log1p",
-    "floor", "ceil", "round", "trunc", "reciprocal",
+    "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+    "tanh", "erf", "sigmoid", "expm1", "log1p", "floor", "ceil", "round", "trunc", "reciprocal",
+    # integers and bool only
+    "bitwise_not",
     # to bool
     "isnan", "isinf", "logical_not",
 )
 BINARY_OPS = (
-    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "floordiv", "mod",
+    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "floordiv", "mod", "atan2",
     "eq", "ne", "lt", "le", "gt", "ge",  # to bool
     "and", "or", "xor",  # logical on bool, bitwise on integers
+    "lshift", "rshift",  # integers only
 )
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 REDUCE_OPS = ("sum", "prod", "max", "min", "argmax", "argmin", "any", "all")
+SCAN_OPS = ("cumsum", "cumprod", "cummax", "cummin", "cumargmax", "cumargmin")
 POOL_OPS = ("max", "avg")
 SCATTER_MODES = ("set", "add")
 
@@ -31,7 +35,7 @@ PRIMITIVES = (
     "from_list", "from_bytes", "to_list", "to_bytes", "full",
     "reshape", "permute", "expand", "slice", "slice_assign", "cat",
     "unary", "binary", "where", "cast",
-    "reduce", "matmul", "conv", "pool", "gather", "scatter",
+    "reduce", "scan", "sort", "matmul", "conv", "pool", "gather", "scatter",
 )
 
 

@@ -161,3 +161,67 @@ def _floats(flat, shape, dtype, device, op):
         raise ArgumentError("%s: expected a float dtype, found %s" % (op, dt.name))
     dev = resolve(device)
     return Tensor(dev.from_list(flat, shape, dt), shape, dt, dev)
+
+
+def empty(*size, dtype=None, device=None):
+    """A tensor of ``size``; ember fills it with zeros (no uninitialized memory is ever exposed)."""
+    return zeros(*size, dtype=dtype, device=device)
+
+
+def empty_like(x, dtype=None, device=None):
+    return zeros_like(x, dtype, device)
+
+
+def linspace(start, end, steps, dtype=None, device=None):
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    if type(steps) is not int or steps < 0:
+        raise ArgumentError("linspace: steps must be an int >= 0, found %r" % (steps,))
+    if steps == 1:
+        flat = [start]
+    else:
+        step = (end - start) / (steps - 1) if steps > 1 else 0.0
+        half = steps // 2
+        # from both ends toward the middle, as torch does, so the last value is exactly ``end``
+        flat = [start + i * step if i < half else end - (steps - 1 - i) * step for i in range(steps)]
+    dt = dtypes.get(dtype) if dtype is not None else dtypes.default_float
+    dev = resolve(device)
+    return Tensor(dev.from_list(flat, (steps,), dt), (steps,), dt, dev)
+
+
+def eye(n, m=None, dtype=None, device=None):
+    """The n x m identity (ones on the diagonal)."""
+    m = n if m is None else m
+    shape = size_args((n, m), "eye")
+    flat = [1 if i == j else 0 for i in range(n) for j in range(m)]
+    dt = dtypes.get(dtype) if dtype is not None else dtypes.default_float
+    dev = resolve(device)
+    return Tensor(dev.from_list(flat, shape, dt), shape, dt, dev)
+
+
+def randint(low, high=None, size=(), generator=None, dtype=None, device=None):
+    """Ints drawn uniformly from [low, high) (``randint(high, size)`` starts at 0)."""
+    if high is None or type(high) in (tuple, list):
+        low, high, size = 0, low, (high if high is not None else size)
+    shape = size_args((size,), "randint")
+    g = generator or rng.default_generator
+    if type(low) is not int or type(high) is not int or low >= high:
+        raise ArgumentError("randint: expected int low < high, found %r and %r" % (low, high))
+    flat = [g.randint(low, high) for _ in range(numel(shape))]
+    dt = dtypes.get(dtype) if dtype is not None else dtypes.default_int
+    dev = resolve(device)
+    return Tensor(dev.from_list(flat, shape, dt), shape, dt, dev)
+
+
+def random(shape, distribution=None, generator=None, dtype=None, device=None):
+    """A tensor of ``shape`` drawn from ``distribution`` (``Uniform()`` when None).
+
+    >>> ember.random((2, 3), ember.Normal(0.0, 0.5))
+    """
+    from .distributions import Distribution, Uniform
+    shape = size_args((shape,), "random")
+    distribution = Uniform() if distribution is None else distribution
+    if not isinstance(distribution, Distribution):
+        raise ArgumentTypeError("random: expected a Distribution such as ember.Normal(0, 1), found %r"
+                                % (distribution,))
+    g = generator or rng.default_generator
+    return _floats(distribution.sample(g, numel(shape)), shape, dtype, device, "random")

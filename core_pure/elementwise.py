@@ -6,11 +6,12 @@ from .errors import DTypeError, DeviceError
 from .shapes import broadcast_shapes
 from .tensor import Tensor
 
-_FLOAT_ONLY = ("exp", "log", "sqrt", "sin", "cos", "tanh", "erf", "sigmoid", "expm1", "log1p",
-               "reciprocal")
+_FLOAT_ONLY = ("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+               "cosh", "tanh", "erf", "sigmoid", "expm1", "log1p", "reciprocal")
 _ROUNDING = ("floor", "ceil", "round", "trunc")
 _COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
 _LOGICAL = ("and", "or", "xor")
+_SHIFTS = ("lshift", "rshift")
 _KEEPS_BOOL = ("maximum", "minimum") + _LOGICAL
 
 
@@ -34,11 +35,11 @@ def broadcast_to(t, shape):
 
 def _compute_dtype(op, dtype):
     """The dtype ``op`` runs in, given the promoted dtype of its operands."""
-    if op in _LOGICAL:
+    if op in _LOGICAL or op in _SHIFTS:
         if dtype.kind == "f":
             raise DTypeError("%s: expected bool or integer tensors, found %s" % (op, dtype.name))
-        return dtype
-    if op == "div":
+        return dtypes.int64 if dtype.kind == "b" and op in _SHIFTS else dtype
+    if op == "div" or op == "atan2":
         return dtype if dtype.kind == "f" else dtypes.default_float
     if dtype.kind == "b" and op not in _KEEPS_BOOL and op not in _COMPARE:
         return dtypes.int64  # arithmetic on bools counts them as 0/1
@@ -129,3 +130,45 @@ def where(cond, a, b):
     ta, tb = ta.to(dtype), tb.to(dtype)
     out = dev.where(broadcast_to(c, shape), broadcast_to(ta, shape), broadcast_to(tb, shape))
     return Tensor(out, shape, dtype, dev)
+
+
+def clamp(x, min=None, max=None):
+    if min is None and max is None:
+        from .errors import ArgumentError
+        raise ArgumentError("clamp: expected min or max, found neither")
+    if min is not None:
+        x = binary("maximum", x, min)
+    if max is not None:
+        x = binary("minimum", x, max)
+    return x
+
+
+def isfinite(x):
+    if x.dtype.kind != "f":
+        from .creation import full
+        return full(x.shape, True, dtype=dtypes.bool_, device=x.device)
+    return binary("eq", binary("sub", x, x), 0.0)  # inf - inf and nan - nan are nan
+
+
+def _as_bool(v):
+    if type(v) is Tensor:
+        return v.to(dtypes.bool_)
+    return bool(v)
+
+
+def logical(op, a, b):
+    """``logical_and/or/xor``: any dtypes, read as true where nonzero; the result is bool."""
+    return binary(op, _as_bool(a), _as_bool(b))
+
+
+def bitwise(op, a, b):
+    """``bitwise_and/or/xor`` of bool or integer tensors."""
+    return binary(op, a, b)
+
+
+def bitwise_not(x):
+    if x.dtype.kind == "f":
+        raise DTypeError("bitwise_not: expected a bool or integer tensor, found %s" % x.dtype.name)
+    if x.dtype is dtypes.bool_:
+        return unary("logical_not", x)
+    return Tensor(x.device.unary("bitwise_not", x._data), x.shape, x.dtype, x.device)

@@ -152,94 +152,119 @@ def stack(tensors, dim=0):
     return cat([unsqueeze(t, d) for t in tensors], d)
 
 
-# -- indexing ----------------------------------------------------------------------------------
-
-def _parse_index(x, index):
-    """(ranges over every dim, the result's shape): ints drop a dim, None adds one."""
-    if type(index) is not tuple:
-        index = (index,)
-    n_real = sum(1 for i in index if i is not None and i is not Ellipsis)
-    if sum(1 for i in index if i is Ellipsis) > 1:
-        raise IndexOutOfRange("index: an index can only have one Ellipsis (...)")
-    if n_real > len(x.shape):
-        raise IndexOutOfRange("index: too many indices (%d) for a tensor of %d dims" % (n_real, len(x.shape)))
-    ranges, out_shape = [], []
-    d = 0
-    for item in index:
-        if item is Ellipsis:
-            for _ in range(len(x.shape) - n_real):
-                ranges.append((0, x.shape[d], 1))
-                out_shape.append(x.shape[d])
-                d += 1
-        elif item is None:
-            out_shape.append(1)
-        elif type(item) is int or (type(item) is Tensor and item.dtype.kind == "i" and not item.shape):
-            i = int(item)
-            n = x.shape[d]
-            if i < -n or i >= n:
-                raise IndexOutOfRange("index: %d is out of range for dim %d of size %d" % (i, d, n))
-            i %= n
-            ranges.append((i, i + 1, 1))
-            d += 1
-        elif type(item) is slice:
-            n = x.shape[d]
-            if item.step is not None and item.step <= 0:
-                raise IndexOutOfRange("index: slice steps must be positive, found %d (use flip)" % item.step)
-            start, stop, step = item.indices(n) if hasattr(item, "indices") else _slice_indices(item, n)
-            stop = max(stop, start)
-            ranges.append((start, stop, step))
-            out_shape.append(len(range(start, stop, step)))
-            d += 1
-        else:
-            raise ArgumentTypeError("index: expected ints, slices, None or ..., found %s" % type(item).__name__)
-    while d < len(x.shape):
-        ranges.append((0, x.shape[d], 1))
-        out_shape.append(x.shape[d])
-        d += 1
-    return tuple(ranges), tuple(out_shape)
-
-
-def _slice_indices(s, n):
-    # MicroPython's slice has no .indices(); the same clamping rules, written out
-    step = 1 if s.step is None else s.step
-    start = 0 if s.start is None else s.start
-    stop = n if s.stop is None else s.stop
+def narrow(x, dim, start, length):
+    """``length`` entries of ``x`` along ``dim`` from ``start`` (a view)."""
+    d = _dim(dim, len(x.shape), "narrow")
+    n = x.shape[d]
+    if type(start) is not int or type(length) is not int:
+        raise ArgumentTypeError("narrow: expected int start and length")
     if start < 0:
-        start = max(start + n, 0)
-    if stop < 0:
-        stop = max(stop + n, 0)
-    return min(start, n), min(stop, n), step
+        start += n
+    if start < 0 or length < 0 or start + length > n:
+        raise IndexOutOfRange("narrow: start %d and length %d do not fit dim %d of size %d" % (start, length, d, n))
+    return _slice_dim(x, d, start, start + length, 1)
 
 
-def getitem(x, index):
-    ranges, shape = _parse_index(x, index)
-    dev = x.device
-    full = True
-    for (a, b, s), n in zip(ranges, x.shape):
-        if a != 0 or b != n or s != 1:
-            full = False
-            break
-    data = x._data if full else dev.slice(x._data, ranges)
-    region = tuple(len(range(a, b, s)) for a, b, s in ranges)
-    if region != shape:
-        data = dev.reshape(data, shape)
-    return Tensor(data, shape, x.dtype, dev)
+def _slice_dim(x, d, start, stop, step):
+    if (start, stop, step) == (0, x.shape[d], 1):
+        return x
+    ranges = tuple((start, stop, step) if k == d else (0, n, 1) for k, n in enumerate(x.shape))
+    shape = x.shape[:d] + (len(range(start, stop, step)),) + x.shape[d + 1:]
+    return Tensor(x.device.slice(x._data, ranges), shape, x.dtype, x.device)
 
 
-def setitem(x, index, value):
-    """``x[index] = value``: ``x`` gets a new array; tensors that shared the old one keep it."""
-    from .creation import full
-    from .elementwise import broadcast_to, same_device
-    ranges, _ = _parse_index(x, index)
-    region = tuple(len(range(a, b, s)) for a, b, s in ranges)
-    if type(value) is Tensor:
-        same_device(x, value, "setitem")
-        value = value.to(x.dtype)
-        while len(value.shape) > len(region) and value.shape[0] == 1:
-            value = reshape(value, value.shape[1:])
-        from .shapes import broadcast_shapes
-        if broadcast_shapes(value.shape, region, "setitem") != region:
-            raise ShapeError("setitem: value of shape %s does not fit the region %s" % (value.shape, region))
+def flip(x, dims):
+    """``x`` reversed along each of ``dims``."""
+    from .shapes import dims as _dims
+    for d in _dims(dims, len(x.shape), "flip"):
+        n = x.shape[d]
+        x = _slice_dim(x, d, n - 1, -1, -1) if n > 1 else x
+    return x
+
+
+def roll(x, shifts, dims=None):
+    """Elements shifted along ``dims`` (or the flattened tensor), wrapping around."""
+    if dims is None:
+        if type(shifts) is not int:
+            raise ArgumentTypeError("roll: without dims, shifts must be one int")
+        return roll(x.reshape(-1), shifts, 0).reshape(x.shape)
+    shifts = (shifts,) if type(shifts) is int else tuple(shifts)
+    dims = (dims,) if type(dims) is int else tuple(dims)
+    if len(shifts) != len(dims):
+        raise ShapeError("roll: expected as many shifts as dims, found %d and %d" % (len(shifts), len(dims)))
+    for s, d in zip(shifts, dims):
+        d = _dim(d, len(x.shape), "roll")
+        n = x.shape[d]
+        if n == 0:
+            continue
+        s %= n
+        if s:
+            x = cat([narrow(x, d, n - s, s), narrow(x, d, 0, n - s)], d)
+    return x
+
+
+def repeat(x, sizes):
+    """``x`` tiled ``sizes[i]`` times along dim i (PyTorch's ``Tensor.repeat``)."""
+    sizes = _shape_arg(sizes)
+    if len(sizes) < len(x.shape):
+        raise ShapeError("repeat: expected at least %d sizes for shape %s, found %s" % (len(x.shape), x.shape, sizes))
+    if any(type(r) is not int or r < 0 for r in sizes):
+        raise ShapeError("repeat: expected sizes >= 0, found %s" % (sizes,))
+    shape = (1,) * (len(sizes) - len(x.shape)) + x.shape
+    inter = []
+    for s in shape:
+        inter += [1, s]
+    big = []
+    for r, s in zip(sizes, shape):
+        big += [r, s]
+    out = expand(reshape(x, tuple(inter)), tuple(big))
+    return reshape(out, tuple(r * s for r, s in zip(sizes, shape)))
+
+
+def split(x, split_size_or_sections, dim=0):
+    """Pieces along ``dim``: each of ``split_size`` (the last may be smaller), or the given sizes."""
+    d = _dim(dim, len(x.shape), "split")
+    n = x.shape[d]
+    if type(split_size_or_sections) is int:
+        size = split_size_or_sections
+        if size <= 0:
+            raise ArgumentError("split: split_size must be > 0, found %d" % size)
+        sizes = [min(size, n - s) for s in range(0, n, size)] or [0]
     else:
-        value = full((), value, dtype=x.dtype, device=x.device)
-    x._data = x.device.slice_assign(x._data, ranges, broadcast_to(value, region))
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != n or any(type(s) is not int or s < 0 for s in sizes):
+            raise ShapeError("split: sections %s must be ints >= 0 summing to %d" % (sizes, n))
+    out, start = [], 0
+    for s in sizes:
+        out.append(narrow(x, d, start, s))
+        start += s
+    return tuple(out)
+
+
+def chunk(x, chunks, dim=0):
+    """At most ``chunks`` pieces of equal size (the last smaller) along ``dim``."""
+    if type(chunks) is not int or chunks <= 0:
+        raise ArgumentError("chunk: chunks must be an int > 0, found %r" % (chunks,))
+    n = x.shape[_dim(dim, len(x.shape), "chunk")]
+    return split(x, max(-(-n // chunks), 1), dim)
+
+
+def _triangle(x, diagonal, lower, op):
+    from .creation import arange
+    from .elementwise import where
+    if len(x.shape) < 2:
+        raise ShapeError("%s: expected at least 2 dims, found shape %s" % (op, x.shape))
+    m, n = x.shape[-2:]
+    offset = arange(n, device=x.device).reshape(1, n) - arange(m, device=x.device).reshape(m, 1)
+    keep = offset <= diagonal if lower else offset >= diagonal
+    return where(keep, x, 0).to(x.dtype)
+
+
+def tril(x, diagonal=0):
+    """The lower triangle of the last two dims (``j - i <= diagonal``); the rest is 0."""
+    return _triangle(x, diagonal, True, "tril")
+
+
+def triu(x, diagonal=0):
+    """The upper triangle of the last two dims (``j - i >= diagonal``); the rest is 0."""
+    return _triangle(x, diagonal, False, "triu")

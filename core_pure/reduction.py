@@ -93,3 +93,124 @@ def arg(op, x, dim=None, keepdim=False):
     ds = _dims(dim, len(x.shape), op)
     _nonempty(op, x, ds)
     return _reduce(op, x, ds, keepdim, dtypes.int64)
+
+
+def var(x, dim=None, unbiased=True, keepdim=False, correction=None):
+    """Variance over ``dim``; ``correction`` (default 1 when ``unbiased``) is subtracted from the count."""
+    if x.dtype.kind != "f":
+        x = x.to(dtypes.default_float)
+    ds = _dims(dim, len(x.shape), "var")
+    if correction is None:
+        correction = 1 if unbiased else 0
+    count = numel([x.shape[d] for d in ds]) if x.shape else 1
+    centered = x - mean(x, ds, keepdim=True) if x.shape else x - x
+    total = _reduce("sum", centered * centered, ds, keepdim, x.dtype)
+    return total / max(count - correction, 0)
+
+
+def std(x, dim=None, unbiased=True, keepdim=False, correction=None):
+    return var(x, dim, unbiased, keepdim, correction).sqrt()
+
+
+def logsumexp(x, dim=None, keepdim=False):
+    """log(sum(exp(x))) over ``dim``, shifted by the max so it neither overflows nor underflows."""
+    from .elementwise import where
+    if x.dtype.kind != "f":
+        x = x.to(dtypes.default_float)
+    ds = _dims(dim, len(x.shape), "logsumexp")
+    if not x.shape:
+        return x
+    m = x
+    for d in reversed(ds):
+        m = extreme("max", m, d, True).values if m.shape[d] else m
+    m = where(m.isinf(), 0.0, m)  # all -inf (or an inf) rows: no shift, the sum says it
+    out = _reduce("sum", (x - m).exp(), ds, True, x.dtype).log() + m
+    return out if keepdim else out.reshape(tuple(s for i, s in enumerate(out.shape) if i not in ds))
+
+
+def _scan(op, x, dim, out_dtype):
+    from .shapes import dim as _dim
+    if not x.shape:
+        return Tensor(x.device.reshape(x.device.scan(op, x.device.reshape(x._data, (1,)), 0), ()),
+                      (), out_dtype, x.device)
+    d = _dim(dim, len(x.shape), op)
+    return Tensor(x.device.scan(op, x._data, d), x.shape, out_dtype, x.device)
+
+
+def cumsum(x, dim):
+    x = _accumulating(x)
+    return _scan("cumsum", x, dim, x.dtype)
+
+
+def cumprod(x, dim):
+    x = _accumulating(x)
+    return _scan("cumprod", x, dim, x.dtype)
+
+
+def cumextreme(op, x, dim):
+    """``cummax``/``cummin``: running (values, indices) along ``dim``."""
+    return ValuesIndices(_scan(op, x, dim, x.dtype), _scan("cumarg" + op[3:], x, dim, dtypes.int64))
+
+
+def sort(x, dim=-1, descending=False):
+    """(values, indices) sorted along ``dim``; stable; nan last (first when descending)."""
+    from .shapes import dim as _dim
+    if not x.shape:
+        from .creation import zeros
+        return ValuesIndices(x, zeros((), dtype=dtypes.int64, device=x.device))
+    d = _dim(dim, len(x.shape), "sort")
+    v, i = x.device.sort(x._data, d, bool(descending))
+    return ValuesIndices(Tensor(v, x.shape, x.dtype, x.device), Tensor(i, x.shape, dtypes.int64, x.device))
+
+
+def argsort(x, dim=-1, descending=False):
+    return sort(x, dim, descending).indices
+
+
+def topk(x, k, dim=-1, largest=True, sorted=True):
+    """The ``k`` largest (or smallest) entries along ``dim`` and their indices, in order."""
+    from .shapes import dim as _dim
+    d = _dim(dim, max(len(x.shape), 1), "topk")
+    n = x.shape[d] if x.shape else 1
+    if type(k) is not int or k < 0 or k > n:
+        raise ShapeError("topk: k must be in [0, %d] for dim %d, found %r" % (n, d, k))
+    values, indices = sort(x, d, descending=largest)
+    if not x.shape:
+        return ValuesIndices(values, indices)
+    return ValuesIndices(values.narrow(d, 0, k), indices.narrow(d, 0, k))
+
+
+def unique(x, sorted=True, return_inverse=False, return_counts=False):
+    """The distinct values of ``x`` (flattened), ascending; optional inverse indices and counts.
+
+    Reads the values on the host (a sync point): the output's size depends on the data.
+    """
+    from .creation import tensor
+    flat = x.device.to_list(x._data)
+    seen = {}
+    nan_count = 0
+    for v in flat:
+        if v != v:
+            nan_count += 1
+        else:
+            seen[v] = seen.get(v, 0) + 1
+    keys = list(seen)
+    keys.sort()
+    values = keys + [float("nan")] * nan_count  # each nan is distinct, as in torch
+    out = [Tensor(x.device.from_list(values, (len(values),), x.dtype), (len(values),), x.dtype, x.device)]
+    if return_inverse:
+        pos = {}
+        for i, k in enumerate(keys):
+            pos[k] = i
+        inv, nan_at = [], len(keys)
+        for v in flat:
+            if v != v:
+                inv.append(nan_at)
+                nan_at += 1
+            else:
+                inv.append(pos[v])
+        out.append(tensor(inv, dtype=dtypes.int64, device=x.device).reshape(x.shape))
+    if return_counts:
+        counts = [seen[k] for k in keys] + [1] * nan_count
+        out.append(tensor(counts, dtype=dtypes.int64, device=x.device))
+    return out[0] if len(out) == 1 else tuple(out)

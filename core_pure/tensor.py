@@ -193,9 +193,19 @@ class Tensor:
         return binary("xor", o, self)
 
     def __invert__(self):
-        if self.dtype is not dtypes.bool_:
-            raise ArgumentTypeError("invert: expected a bool tensor, found %s" % self.dtype.name)
-        return unary("logical_not", self)
+        return self.bitwise_not()
+
+    def __lshift__(self, o):
+        return binary("lshift", self, o)
+
+    def __rlshift__(self, o):
+        return binary("lshift", o, self)
+
+    def __rshift__(self, o):
+        return binary("rshift", self, o)
+
+    def __rrshift__(self, o):
+        return binary("rshift", o, self)
 
     # -- comparisons (bool tensors) ---------------------------------------------------------------
     def __eq__(self, o):
@@ -286,8 +296,100 @@ class Tensor:
     def cos(self):
         return unary("cos", self)
 
+    def rsqrt(self):
+        return unary("rsqrt", self)
+
+    def tan(self):
+        return unary("tan", self)
+
+    def asin(self):
+        return unary("asin", self)
+
+    def acos(self):
+        return unary("acos", self)
+
+    def atan(self):
+        return unary("atan", self)
+
+    def sinh(self):
+        return unary("sinh", self)
+
+    def cosh(self):
+        return unary("cosh", self)
+
+    def atan2(self, o):
+        return binary("atan2", self, o)
+
+    def log1p(self):
+        return unary("log1p", self)
+
+    def expm1(self):
+        return unary("expm1", self)
+
+    def floor(self):
+        return unary("floor", self)
+
+    def ceil(self):
+        return unary("ceil", self)
+
+    def round(self):
+        return unary("round", self)
+
+    def trunc(self):
+        return unary("trunc", self)
+
+    def sign(self):
+        return unary("sign", self)
+
+    def reciprocal(self):
+        return unary("reciprocal", self)
+
+    def floor_divide(self, o):
+        return binary("floordiv", self, o)
+
+    def remainder(self, o):
+        return binary("mod", self, o)
+
+    def clamp(self, min=None, max=None):
+        """Each element limited to [min, max] (either may be None, a number or a tensor)."""
+        return elementwise.clamp(self, min, max)
+
+    def clip(self, min=None, max=None):
+        return elementwise.clamp(self, min, max)
+
     def relu(self):
         return binary("maximum", self, 0)
+
+    def isfinite(self):
+        return elementwise.isfinite(self)
+
+    def logical_not(self):
+        return unary("logical_not", self)
+
+    def logical_and(self, o):
+        return elementwise.logical("and", self, o)
+
+    def logical_or(self, o):
+        return elementwise.logical("or", self, o)
+
+    def logical_xor(self, o):
+        return elementwise.logical("xor", self, o)
+
+    def bitwise_and(self, o):
+        return elementwise.bitwise("and", self, o)
+
+    def bitwise_or(self, o):
+        return elementwise.bitwise("or", self, o)
+
+    def bitwise_xor(self, o):
+        return elementwise.bitwise("xor", self, o)
+
+    def bitwise_not(self):
+        return elementwise.bitwise_not(self)
+
+    def where(self, condition, other):
+        """``self`` where ``condition`` holds, else ``other`` (PyTorch's ``Tensor.where``)."""
+        return elementwise.where(condition, self, other)
 
     def isnan(self):
         return unary("isnan", self)
@@ -318,6 +420,42 @@ class Tensor:
     def argmin(self, dim=None, keepdim=False):
         return reduction.arg("argmin", self, dim, keepdim)
 
+    def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
+        return reduction.var(self, dim, unbiased, keepdim, correction)
+
+    def std(self, dim=None, unbiased=True, keepdim=False, correction=None):
+        return reduction.std(self, dim, unbiased, keepdim, correction)
+
+    def logsumexp(self, dim=None, keepdim=False):
+        return reduction.logsumexp(self, dim, keepdim)
+
+    def cumsum(self, dim):
+        return reduction.cumsum(self, dim)
+
+    def cumprod(self, dim):
+        return reduction.cumprod(self, dim)
+
+    def cummax(self, dim):
+        return reduction.cumextreme("cummax", self, dim)
+
+    def cummin(self, dim):
+        return reduction.cumextreme("cummin", self, dim)
+
+    def sort(self, dim=-1, descending=False):
+        return reduction.sort(self, dim, descending)
+
+    def argsort(self, dim=-1, descending=False):
+        return reduction.argsort(self, dim, descending)
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):
+        return reduction.topk(self, k, dim, largest, sorted)
+
+    def unique(self, sorted=True, return_inverse=False, return_counts=False):
+        return reduction.unique(self, sorted, return_inverse, return_counts)
+
+    def nonzero(self, as_tuple=False):
+        return indexing.nonzero(self, as_tuple)
+
     def any(self, dim=None, keepdim=False):
         return reduction.logical("any", self, dim, keepdim)
 
@@ -337,6 +475,14 @@ class Tensor:
     def transpose(self, dim0, dim1):
         return movement.transpose(self, dim0, dim1)
 
+    def swap_dims(self, dim0, dim1):
+        return movement.transpose(self, dim0, dim1)
+
+    @property
+    def T(self):
+        """The dims reversed (the matrix transpose for 2-D tensors)."""
+        return movement.permute(self, tuple(range(len(self.shape) - 1, -1, -1)))
+
     def expand(self, *shape):
         return movement.expand(self, shape)
 
@@ -349,14 +495,66 @@ class Tensor:
     def unsqueeze(self, dim):
         return movement.unsqueeze(self, dim)
 
+    def narrow(self, dim, start, length):
+        return movement.narrow(self, dim, start, length)
+
+    def flip(self, dims):
+        return movement.flip(self, dims)
+
+    def roll(self, shifts, dims=None):
+        return movement.roll(self, shifts, dims)
+
+    def repeat(self, *sizes):
+        return movement.repeat(self, sizes)
+
+    def split(self, split_size_or_sections, dim=0):
+        return movement.split(self, split_size_or_sections, dim)
+
+    def chunk(self, chunks, dim=0):
+        return movement.chunk(self, chunks, dim)
+
+    def tril(self, diagonal=0):
+        return movement.tril(self, diagonal)
+
+    def triu(self, diagonal=0):
+        return movement.triu(self, diagonal)
+
+    def gather(self, dim, index):
+        return indexing.gather(self, dim, index)
+
+    def scatter(self, dim, index, src, reduce=None):
+        return indexing.scatter(self, dim, index, src, reduce)
+
+    def scatter_add(self, dim, index, src):
+        return indexing.scatter(self, dim, index, src, "add")
+
+    def index_select(self, dim, index):
+        return indexing.index_select(self, dim, index)
+
+    def index_put(self, indices, values, accumulate=False):
+        return indexing.index_put(self, indices, values, accumulate)
+
+    def masked_fill(self, mask, value):
+        return indexing.masked_fill(self, mask, value)
+
+    def masked_select(self, mask):
+        return indexing.masked_select(self, mask)
+
+    def take(self, index):
+        return indexing.take(self, index)
+
+    def clone(self):
+        """A tensor with the same values; writes to either never reach the other."""
+        return Tensor(self._data, self.shape, self.dtype, self.device)
+
     def contiguous(self):
         return self  # layout is the backend's business; values are what a user sees
 
     def __getitem__(self, index):
-        return movement.getitem(self, index)
+        return indexing.getitem(self, index)
 
     def __setitem__(self, index, value):
-        movement.setitem(self, index, value)
+        indexing.setitem(self, index, value)
 
     def matmul(self, o):
         return matmul(self, o)
@@ -381,4 +579,4 @@ def _nest_empty(shape):
 # The op modules import Tensor from this module, so they are imported once it exists.
 from .elementwise import binary, unary  # noqa: E402
 from .linalg import matmul  # noqa: E402
-from . import movement, reduction  # noqa: E402
+from . import elementwise, indexing, movement, reduction  # noqa: E402

@@ -209,3 +209,351 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0):
 @composite
 def avg_pool1d(x, kernel_size, stride=None, padding=0):
     return _pool("avg", x, kernel_size, stride, padding, 1, 1, "avg_pool1d")
+
+
+# -- activations -------------------------------------------------------------------------------
+
+@composite
+def leaky_relu(x, negative_slope=0.01):
+    return x.where(x >= 0, x * negative_slope)
+
+
+@composite
+def silu(x):
+    """x · sigmoid(x) (also called swish)."""
+    return x * x.sigmoid()
+
+
+@composite
+def softplus(x, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta·x)) / beta, linear where beta·x > threshold (PyTorch's rule)."""
+    bx = x * beta
+    return x.where(bx > threshold, bx.exp().log1p() / beta)
+
+
+@composite
+def elu(x, alpha=1.0):
+    return x.where(x > 0, x.expm1() * alpha)
+
+
+@composite
+def mish(x):
+    return x * softplus(x).tanh()
+
+
+@composite
+def hardsigmoid(x):
+    return (x / 6 + 0.5).clamp(0.0, 1.0)
+
+
+@composite
+def hardswish(x):
+    return x * (x + 3).clamp(0.0, 6.0) / 6
+
+
+@composite
+def dropout(x, p=0.5, training=True, generator=None):
+    """Zero each element with probability ``p`` and scale the rest by 1/(1-p); identity when not training."""
+    if not 0.0 <= p <= 1.0:
+        raise ArgumentError("dropout: p must be in [0, 1], found %r" % (p,))
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return x * 0
+    from ..creation import rand
+    keep = rand(x.shape, generator=generator, device=x.device) >= p
+    return x * keep / (1.0 - p)
+
+
+# -- lookup ------------------------------------------------------------------------------------
+
+@composite
+def embedding(index, weight, padding_idx=None):
+    """Rows of ``weight`` ([num_embeddings, dim]) at ``index``; output shape index.shape + (dim,)."""
+    if len(weight.shape) != 2:
+        raise ShapeError("embedding: expected a 2-D weight, found shape %s" % (weight.shape,))
+    rows = weight.index_select(0, index.reshape(-1))
+    return rows.reshape(index.shape + (weight.shape[1],))
+
+
+def one_hot(index, num_classes=-1):
+    from ..indexing import one_hot as _one_hot
+    return _one_hot(index, num_classes)
+
+
+# -- normalization -----------------------------------------------------------------------------
+
+def _normalize(x, dims, eps):
+    mean = x.mean(dims, keepdim=True)
+    centered = x - mean
+    var = (centered * centered).mean(dims, keepdim=True)
+    return centered * (var + eps).rsqrt()
+
+
+@composite
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalize over the last ``len(normalized_shape)`` dims, then scale and shift."""
+    ns = (normalized_shape,) if type(normalized_shape) is int else tuple(normalized_shape)
+    if tuple(x.shape[len(x.shape) - len(ns):]) != ns or len(ns) > len(x.shape):
+        raise ShapeError("layer_norm: expected input ending in %s, found shape %s" % (ns, x.shape))
+    x = _floating(x, "layer_norm")
+    out = _normalize(x, tuple(range(len(x.shape) - len(ns), len(x.shape))), eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+@composite
+def rms_norm(x, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x²) + eps) over the last dims (eps defaults to float32's machine epsilon)."""
+    ns = (normalized_shape,) if type(normalized_shape) is int else tuple(normalized_shape)
+    if tuple(x.shape[len(x.shape) - len(ns):]) != ns or len(ns) > len(x.shape):
+        raise ShapeError("rms_norm: expected input ending in %s, found shape %s" % (ns, x.shape))
+    x = _floating(x, "rms_norm")
+    eps = 1.1920928955078125e-07 if eps is None else eps
+    dims = tuple(range(len(x.shape) - len(ns), len(x.shape)))
+    out = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
+    return out * weight if weight is not None else out
+
+
+def _channel_view(t, ndim):
+    return t.reshape((1, t.shape[0]) + (1,) * (ndim - 2))
+
+
+@composite
+def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalize (N, C, ...) over groups of C/num_groups channels, then a per-channel affine."""
+    if len(x.shape) < 2 or x.shape[1] % num_groups:
+        raise ShapeError("group_norm: channels of shape %s must divide into %d groups" % (x.shape, num_groups))
+    x = _floating(x, "group_norm")
+    n = x.shape[0]
+    grouped = x.reshape(n, num_groups, -1) if x.numel() else x.reshape(n, num_groups, 0)
+    out = _normalize(grouped, (2,), eps).reshape(x.shape)
+    if weight is not None:
+        out = out * _channel_view(weight, len(x.shape))
+    if bias is not None:
+        out = out + _channel_view(bias, len(x.shape))
+    return out
+
+
+@composite
+def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """Normalize (N, C, ...) per channel. Training uses batch statistics and updates the running
+    ones in place (``running_mean[...] = ...``, unbiased variance), as PyTorch does."""
+    if len(x.shape) < 2:
+        raise ShapeError("batch_norm: expected (N, C, ...), found shape %s" % (x.shape,))
+    x = _floating(x, "batch_norm")
+    c = x.shape[1]
+    dims = (0,) + tuple(range(2, len(x.shape)))
+    if training:
+        count = x.numel() // c
+        if count <= 1:
+            raise ShapeError("batch_norm: training needs more than 1 value per channel, found shape %s" % (x.shape,))
+        mean = x.mean(dims)
+        var = x.var(dims, unbiased=False)
+        if running_mean is not None:
+            running_mean[...] = running_mean * (1 - momentum) + mean * momentum
+        if running_var is not None:
+            running_var[...] = running_var * (1 - momentum) + var * (momentum * count / (count - 1))
+    else:
+        if running_mean is None or running_var is None:
+            raise ArgumentError("batch_norm: evaluation needs running_mean and running_var")
+        mean, var = running_mean, running_var
+    out = (x - _channel_view(mean, len(x.shape))) * _channel_view((var + eps).rsqrt(), len(x.shape))
+    if weight is not None:
+        out = out * _channel_view(weight, len(x.shape))
+    if bias is not None:
+        out = out + _channel_view(bias, len(x.shape))
+    return out
+
+
+# -- padding, resizing ---------------------------------------------------------------------------
+
+def _pad_indices(n, before, after, mode):
+    if mode == "reflect":
+        if before >= n or after >= n:
+            raise ArgumentError("pad: reflect padding (%d, %d) must be smaller than the dim size %d"
+                                % (before, after, n))
+        idx = list(range(before, 0, -1)) + list(range(n)) + list(range(n - 2, n - 2 - after, -1))
+    else:
+        idx = [0] * before + list(range(n)) + [n - 1] * after
+    return idx
+
+
+@composite
+def pad(x, pad, mode="constant", value=0.0):
+    """Pad the last dims: ``pad`` is (left, right[, top, bottom[, ...]]), the last dim first, as in
+    PyTorch. Modes: constant (negative amounts crop), reflect, replicate."""
+    from ..creation import full, tensor
+    from ..movement import cat
+    if type(pad) not in (tuple, list) or len(pad) % 2 or len(pad) // 2 > len(x.shape):
+        raise ArgumentError("pad: expected an even number of pads, at most 2 per dim of shape %s, found %r"
+                            % (x.shape, pad))
+    if mode not in ("constant", "reflect", "replicate"):
+        raise ArgumentError("pad: mode must be constant, reflect or replicate, found %r" % (mode,))
+    for i in range(len(pad) // 2):
+        d = len(x.shape) - 1 - i
+        before, after = pad[2 * i], pad[2 * i + 1]
+        if mode == "constant":
+            if before < 0:
+                x = x.narrow(d, -before, x.shape[d] + before)
+                before = 0
+            if after < 0:
+                x = x.narrow(d, 0, x.shape[d] + after)
+                after = 0
+            parts = []
+            if before:
+                parts.append(full(x.shape[:d] + (before,) + x.shape[d + 1:], value, dtype=x.dtype, device=x.device))
+            parts.append(x)
+            if after:
+                parts.append(full(x.shape[:d] + (after,) + x.shape[d + 1:], value, dtype=x.dtype, device=x.device))
+            x = cat(parts, d) if len(parts) > 1 else x
+        else:
+            if x.shape[d] == 0 or before < 0 or after < 0:
+                raise ArgumentError("pad: %s padding needs a non-empty dim and pads >= 0" % mode)
+            idx = _pad_indices(x.shape[d], before, after, mode)
+            x = x.index_select(d, tensor(idx, dtype=dtypes.int64, device=x.device))
+    return x
+
+
+def _out_size(in_size, size, scale, op):
+    if size is not None:
+        return size
+    if scale is None:
+        raise ArgumentError("%s: expected size or scale_factor" % op)
+    return int(in_size * scale)
+
+
+@composite
+def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Resize the spatial dims of (N, C, L) or (N, C, H, W): mode nearest or (bi)linear."""
+    from ..creation import tensor
+    n = len(x.shape) - 2
+    if n not in (1, 2):
+        raise ShapeError("interpolate: expected (N, C, L) or (N, C, H, W), found shape %s" % (x.shape,))
+    if mode not in ("nearest", "linear", "bilinear"):
+        raise ArgumentError("interpolate: mode must be nearest, linear or bilinear, found %r" % (mode,))
+    sizes = size if type(size) in (tuple, list) else (size,) * n
+    scales = scale_factor if type(scale_factor) in (tuple, list) else (scale_factor,) * n
+    x = _floating(x, "interpolate")
+    for i in range(n):
+        d = 2 + i
+        src = x.shape[d]
+        dst = _out_size(src, sizes[i], scales[i], "interpolate")
+        if dst <= 0:
+            raise ShapeError("interpolate: output size must be > 0, found %d" % dst)
+        ratio = (src / dst) if scales[i] is None or size is not None else 1.0 / scales[i]
+        if mode == "nearest":
+            idx = [min(int(j * ratio), src - 1) for j in range(dst)]
+            x = x.index_select(d, tensor(idx, dtype=dtypes.int64, device=x.device))
+            continue
+        if align_corners:
+            pos = [j * (src - 1) / (dst - 1) if dst > 1 else 0.0 for j in range(dst)]
+        else:
+            pos = [max((j + 0.5) * ratio - 0.5, 0.0) for j in range(dst)]
+        lo = [min(int(p), src - 1) for p in pos]
+        hi = [min(l + 1, src - 1) for l in lo]
+        w = [p - l for p, l in zip(pos, lo)]
+        shape = (1,) * d + (dst,) + (1,) * (len(x.shape) - d - 1)
+        wt = tensor(w, dtype=x.dtype, device=x.device).reshape(shape)
+        a = x.index_select(d, tensor(lo, dtype=dtypes.int64, device=x.device))
+        b = x.index_select(d, tensor(hi, dtype=dtypes.int64, device=x.device))
+        x = a + (b - a) * wt
+    return x
+
+
+@composite
+def adaptive_avg_pool2d(x, output_size):
+    """Average pooling of (N, C, H, W) to ``output_size``; window i spans [⌊iH/o⌋, ⌈(i+1)H/o⌉)."""
+    from ..movement import cat
+    if len(x.shape) != 4:
+        raise ShapeError("adaptive_avg_pool2d: expected (N, C, H, W), found shape %s" % (x.shape,))
+    out = _tuple(output_size, 2, "output_size", "adaptive_avg_pool2d")
+    x = _floating(x, "adaptive_avg_pool2d")
+    for i, o in enumerate(out):
+        d = 2 + i
+        n = x.shape[d]
+        if o <= 0 or n == 0:
+            raise ShapeError("adaptive_avg_pool2d: sizes must be > 0, found input %s, output %s" % (x.shape, out))
+        parts = []
+        for j in range(o):
+            start, stop = (j * n) // o, -(-((j + 1) * n) // o)
+            parts.append(x.narrow(d, start, stop - start).mean(d, keepdim=True))
+        x = cat(parts, d)
+    return x
+
+
+@composite
+def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """The gradient of conv2d with respect to its input: weight is (in, out/groups, kh, kw)."""
+    from ..creation import zeros
+    from ..movement import cat
+    if len(x.shape) != 4 or len(weight.shape) != 4:
+        raise ShapeError("conv_transpose2d: expected 4-D input and weight, found %s and %s" % (x.shape, weight.shape))
+    if x.shape[1] != weight.shape[0] or weight.shape[0] % groups:
+        raise ShapeError("conv_transpose2d: input has %d channels, weight expects %d (groups=%d)"
+                         % (x.shape[1], weight.shape[0], groups))
+    stride = _tuple(stride, 2, "stride", "conv_transpose2d")
+    padding = _tuple(padding, 2, "padding", "conv_transpose2d")
+    output_padding = _tuple(output_padding, 2, "output_padding", "conv_transpose2d")
+    dilation = _tuple(dilation, 2, "dilation", "conv_transpose2d")
+    _check_positive(stride, "stride", "conv_transpose2d")
+    _check_positive(dilation, "dilation", "conv_transpose2d")
+    for op_, s, dl in zip(output_padding, stride, dilation):
+        if op_ < 0 or op_ >= max(s, dl):
+            raise ArgumentError("conv_transpose2d: output_padding must be smaller than stride or dilation, found %s"
+                                % (output_padding,))
+    x = _floating(x, "conv_transpose2d")
+    n, c, h, w = x.shape
+    # spread the input: stride - 1 zeros between neighbours
+    for d, s in ((2, stride[0]), (3, stride[1])):
+        if s > 1 and x.shape[d] > 1:
+            size = x.shape[d]
+            parts = x.unsqueeze(d + 1)
+            gap = zeros(parts.shape[:d + 1] + (s - 1,) + parts.shape[d + 2:], dtype=x.dtype, device=x.device)
+            spread = cat([parts, gap], d + 1).reshape(x.shape[:d] + (size * s,) + x.shape[d + 1:])
+            x = spread.narrow(d, 0, (size - 1) * s + 1)
+    kh, kw = weight.shape[2:]
+    pads = []
+    for k, p, dl, op_ in ((kh, padding[0], dilation[0], output_padding[0]), (kw, padding[1], dilation[1], output_padding[1])):
+        edge = dl * (k - 1) - p
+        pads += [edge, edge + op_]
+    x = pad(x, (pads[2], pads[3], pads[0], pads[1]))
+    cin, cout_g = weight.shape[0], weight.shape[1]
+    # (in, out/g, kh, kw) -> (out, in/g, kh, kw), spatially flipped
+    wg = weight.reshape(groups, cin // groups, cout_g, kh, kw).permute(0, 2, 1, 3, 4)
+    wg = wg.reshape(groups * cout_g, cin // groups, kh, kw).flip((2, 3))
+    return conv2d(x, wg, bias, 1, 0, dilation, groups)
+
+
+# -- attention -----------------------------------------------------------------------------------
+
+@composite
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None, generator=None):
+    """softmax(q·kᵀ·scale + mask)·v over (..., L, E) queries and (..., S, E) keys.
+
+    A bool ``attn_mask`` marks positions that may attend (True); a float mask is added to the
+    scores. ``is_causal`` lets query i see keys j <= i.
+    """
+    from ..creation import ones
+    L, S = query.shape[-2], key.shape[-2]
+    if query.shape[-1] != key.shape[-1]:
+        raise ShapeError("scaled_dot_product_attention: query and key feature sizes differ: %s vs %s"
+                         % (query.shape, key.shape))
+    scale = 1.0 / (query.shape[-1] ** 0.5) if scale is None else scale
+    scores = (query @ key.transpose(-2, -1)) * scale
+    if is_causal:
+        allowed = ones(L, S, dtype=dtypes.bool_, device=query.device).tril()
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype is dtypes.bool_:
+            scores = scores.where(attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    weights = softmax(scores, -1)
+    if dropout_p:
+        weights = dropout(weights, dropout_p, True, generator)
+    return weights @ value

@@ -66,6 +66,8 @@ class Cpu(Backend):
 
     # reductions, linear algebra, nn, indexing
     reduce = staticmethod(_reduce.reduce)
+    scan = staticmethod(_reduce.scan)
+    sort = staticmethod(_reduce.sort)
     matmul = staticmethod(_linalg.matmul)
     conv = staticmethod(_conv.conv)
     pool = staticmethod(_conv.pool)

@@ -13,6 +13,13 @@ _FLOAT_UNARY = {
     "sin": (math.sin, S.safe_trig(math.sin)),
     "cos": (math.cos, S.safe_trig(math.cos)),
     "tanh": (math.tanh, math.tanh),
+    "rsqrt": (S.rsqrt, S.safe_rsqrt),
+    "tan": (math.tan, S.safe_domain(math.tan)),
+    "asin": (math.asin, S.safe_domain(math.asin)),
+    "acos": (math.acos, S.safe_domain(math.acos)),
+    "atan": (math.atan, math.atan),
+    "sinh": (math.sinh, S.safe_hyperbolic(math.sinh, True)),
+    "cosh": (math.cosh, S.safe_hyperbolic(math.cosh, False)),
     "erf": (math.erf, math.erf),
     "sigmoid": (S.sigmoid, S.safe_sigmoid),
     "expm1": (math.expm1, S.safe_expm1),
@@ -26,7 +33,7 @@ _FLOAT_UNARY = {
     "abs": (abs, None),
     "sign": (S.fsign, None),
 }
-_INT_UNARY = {"neg": S.neg, "abs": abs, "sign": S.sign}
+_INT_UNARY = {"neg": S.neg, "abs": abs, "sign": S.sign, "bitwise_not": S.bitwise_not}
 _IDENTITY_ON_INT = ("floor", "ceil", "round", "trunc")
 _TO_BOOL = {"isnan": S.isnan, "isinf": S.isinf, "logical_not": S.logical_not}
 
@@ -49,8 +56,7 @@ def unary(op, a):
     if op in _IDENTITY_ON_INT:
         return a
     if dtype is dtypes.bool_:
-        av = [int(v) for v in av]
-        dtype = dtypes.int64
+        return CpuArray([not v for v in av], a.shape, dtype)  # only bitwise_not reaches here
     return CpuArray(dtypes.wrap_int(list(map(_INT_UNARY[op], av)), dtype), a.shape, dtype)
 
 
@@ -70,6 +76,7 @@ _FLOAT_BINARY = {
     "minimum": (S.minimum, None),
     "floordiv": (S.ffloordiv, S.safe_ffloordiv),
     "mod": (S.fmod, S.safe_fmod),
+    "atan2": (math.atan2, math.atan2),
 }
 _INT_BINARY = {
     "add": (S.add, None),
@@ -82,10 +89,12 @@ _INT_BINARY = {
     "and": (S._binop("and_"), None),
     "or": (S._binop("or_"), None),
     "xor": (S._binop("xor"), None),
+    "lshift": (S.lshift, None),
+    "rshift": (S.rshift, None),
 }
 _COMPARE = {name: S._binop(name) for name in ("eq", "ne", "lt", "le", "gt", "ge")}
-_BOOL_BINARY = {"and": _INT_BINARY["and"], "or": _INT_BINARY["or"], "xor": _INT_BINARY["xor"],
-                "maximum": _INT_BINARY["or"], "minimum": _INT_BINARY["and"]}
+_BOOL_BINARY = {"and": _INT_BINARY["and"][0], "or": _INT_BINARY["or"][0], "xor": _INT_BINARY["xor"][0],
+                "maximum": _INT_BINARY["or"][0], "minimum": _INT_BINARY["and"][0]}
 
 
 def _operands(a, b):

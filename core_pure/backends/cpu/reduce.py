@@ -86,3 +86,87 @@ def reduce(op, a, dim):
         i = _first_nan(s) if is_float and _has_nan(s) else -1
         out.append(i if i >= 0 else s.index(pick(s)))
     return CpuArray(out, out_shape, dtypes.int64)
+
+
+def _running(seg, better):
+    """Running extreme of ``seg`` and the index where it was reached (nan, once seen, stays)."""
+    vals, idxs = [], []
+    best, at = None, 0
+    for i, v in enumerate(seg):
+        if best is None or (best == best and (v != v or better(v, best) or v == best)):
+            best, at = v, i
+        vals.append(best)
+        idxs.append(at)
+    return vals, idxs
+
+
+def _ge(a, b):
+    return a > b
+
+
+def _le(a, b):
+    return a < b
+
+
+def scan(op, a, dim):
+    """Inclusive scans along ``dim``: cumsum, cumprod, cummax/cummin and their indices."""
+    v = values(a)
+    shape = a.shape
+    n = shape[dim]
+    inner = numel(shape[dim + 1:])
+    outer = numel(shape[:dim])
+    out = [None] * len(v)
+    dtype = a.dtype
+    for o in range(outer):
+        for i in range(inner):
+            pos = range(o * n * inner + i, (o + 1) * n * inner, inner)
+            seg = [v[p] for p in pos]
+            if op == "cumsum" or op == "cumprod":
+                acc, res = (0, []) if op == "cumsum" else (1, [])
+                for x in seg:
+                    acc = acc + x if op == "cumsum" else acc * x
+                    res.append(acc)
+            else:
+                vals, idxs = _running(seg, _ge if op in ("cummax", "cumargmax") else _le)
+                res = vals if op in ("cummax", "cummin") else idxs
+            for p, r in zip(pos, res):
+                out[p] = r
+    if op in ("cumargmax", "cumargmin"):
+        return CpuArray(out, shape, dtypes.int64)
+    if dtype.kind == "f":
+        out = dtypes.round_values(out, dtype)
+    elif dtype.kind == "i":
+        out = dtypes.wrap_int(out, dtype)
+    return CpuArray(out, shape, dtype)
+
+
+# nan sorts last ascending and first descending, as torch does; the position breaks ties, so
+# the sort is stable even on MicroPython, whose list.sort is not
+def _ascending(item):
+    k, v = item
+    return (1, 0, k) if v != v else (0, v, k)
+
+
+def _descending(item):
+    k, v = item
+    return (0, 0, k) if v != v else (1, -v, k)
+
+
+def sort(a, dim, descending):
+    """(values, indices) sorted along ``dim``; stable."""
+    v = values(a)
+    shape = a.shape
+    n = shape[dim]
+    inner = numel(shape[dim + 1:])
+    outer = numel(shape[:dim])
+    vals = [None] * len(v)
+    idxs = [0] * len(v)
+    key = _descending if descending else _ascending
+    for o in range(outer):
+        for i in range(inner):
+            pos = range(o * n * inner + i, (o + 1) * n * inner, inner)
+            pairs = sorted([(k, v[p]) for k, p in enumerate(pos)], key=key)
+            for p, (k, x) in zip(pos, pairs):
+                vals[p] = x
+                idxs[p] = k
+    return CpuArray(vals, shape, a.dtype), CpuArray(idxs, shape, dtypes.int64)

@@ -175,14 +175,12 @@ def ipow(bits):
 
 
 def ffloordiv(a, b):
-    return math.floor(a / b) * 1.0
+    # Python's float // and % follow the same rules as numpy (and torch) for every b != 0
+    return a // b
 
 
 def safe_ffloordiv(a, b):
-    q = safe_div(a, b)
-    if q != q or q in (INF, -INF):
-        return q
-    return math.floor(q) * 1.0
+    return safe_div(a, b) if b == 0 else a // b
 
 
 def fmod(a, b):
@@ -191,11 +189,7 @@ def fmod(a, b):
 
 
 def safe_fmod(a, b):
-    if b == 0 or a != a or b != b or a in (INF, -INF):
-        return NAN
-    if b in (INF, -INF):
-        return a if (a >= 0) == (b > 0) or a == 0 else b
-    return a % b
+    return NAN if b == 0 else a % b
 
 
 def ifloordiv(a, b):
@@ -240,3 +234,48 @@ def isinf(x):
 
 def logical_not(x):
     return not x
+
+
+def safe_domain(fn):
+    # asin/acos outside [-1, 1], tan of inf: nan
+    def f(x):
+        try:
+            return fn(x)
+        except ValueError:
+            return NAN
+    return f
+
+
+def safe_hyperbolic(fn, odd):
+    def f(x):
+        try:
+            return fn(x)
+        except (OverflowError, ValueError):
+            return -INF if odd and x < 0 else INF
+    return f
+
+
+def rsqrt(x):
+    return 1.0 / math.sqrt(x)
+
+
+def safe_rsqrt(x):
+    if x != x or x < 0:
+        return NAN
+    if x == 0:
+        return math.copysign(INF, x)
+    return 1.0 / math.sqrt(x)
+
+
+def bitwise_not(x):
+    return ~x
+
+
+def lshift(a, b):
+    return a << b if 0 <= b < 64 else 0
+
+
+def rshift(a, b):
+    if 0 <= b < 64:
+        return a >> b
+    return -1 if a < 0 else 0
