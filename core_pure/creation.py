@@ -1,7 +1,7 @@
 """Creating tensors: from Python data or bytes, constants, ranges and random draws."""
 from . import dtypes, rng
 from .device import resolve
-from .errors import ArgumentError, ArgumentTypeError, ShapeError
+from .errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
 from .shapes import numel, size_args
 from .tensor import Tensor
 
@@ -16,10 +16,10 @@ def tensor(data, dtype=None, device=None, shape=None):
     >>> ember.tensor([[1.0, 2.0], [3.0, 4.0]])
     >>> ember.tensor(b"\\x00\\x00\\x80?", dtype=ember.float32, shape=(1,))
     """
-    dev = resolve(device)
+    dev = resolve(device, "tensor")
     if type(data) is Tensor:
         out = data.to(dev)
-        return out.to(dtypes.get(dtype)) if dtype is not None else out
+        return out.to(dtypes.get(dtype, "tensor")) if dtype is not None else out
     if type(data) in (bytes, bytearray, memoryview):
         return _from_bytes(data, dtype, shape, dev)
     if shape is not None:
@@ -35,7 +35,7 @@ def tensor(data, dtype=None, device=None, shape=None):
     else:
         raise ArgumentTypeError("tensor: expected nested lists, a scalar, an array.array, bytes or a tensor; "
                                 "found %s" % type(data).__name__)
-    dt = dtypes.get(dtype) if dtype is not None else _infer(flat)
+    dt = dtypes.get(dtype, "tensor") if dtype is not None else _infer(flat)
     return Tensor(dev.from_list(flat, shp, dt), shp, dt, dev)
 
 
@@ -83,7 +83,7 @@ def _infer(flat):
 def _from_bytes(buf, dtype, shape, dev):
     if dtype is None or shape is None:
         raise ArgumentError("tensor: bytes need dtype= and shape=")
-    dt = dtypes.get(dtype)
+    dt = dtypes.get(dtype, "tensor")
     shp = size_args((shape,), "tensor")
     expected = numel(shp) * dt.itemsize
     if len(buf) != expected:
@@ -92,32 +92,37 @@ def _from_bytes(buf, dtype, shape, dev):
     return Tensor(dev.from_bytes(bytes(buf), shp, dt), shp, dt, dev)
 
 
+def _full(shape, value, dtype, device, op):
+    dev = resolve(device, op)
+    dt = dtypes.get(dtype, op) if dtype is not None else dtypes.of_value(value)
+    if dtypes.scalar_kind(value) is None:
+        raise ArgumentTypeError("%s: expected a bool, int or float fill value, found %s" % (op, type(value).__name__))
+    return Tensor(dev.full(shape, value, dt), shape, dt, dev)
+
+
 def full(size, fill_value, dtype=None, device=None):
     """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from it when not given)."""
-    dev = resolve(device)
-    shape = size_args((size,), "full")
-    dt = dtypes.get(dtype) if dtype is not None else dtypes.of_value(fill_value)
-    return Tensor(dev.full(shape, fill_value, dt), shape, dt, dev)
+    return _full(size_args((size,), "full"), fill_value, dtype, device, "full")
 
 
 def zeros(*size, dtype=None, device=None):
-    return full(size_args(size, "zeros"), 0, dtype or dtypes.default_float, device)
+    return _full(size_args(size, "zeros"), 0, dtype or dtypes.default_float, device, "zeros")
 
 
 def ones(*size, dtype=None, device=None):
-    return full(size_args(size, "ones"), 1, dtype or dtypes.default_float, device)
+    return _full(size_args(size, "ones"), 1, dtype or dtypes.default_float, device, "ones")
 
 
 def zeros_like(x, dtype=None, device=None):
-    return full(x.shape, 0, dtype or x.dtype, device or x.device)
+    return _full(x.shape, 0, dtype or x.dtype, device or x.device, "zeros_like")
 
 
 def ones_like(x, dtype=None, device=None):
-    return full(x.shape, 1, dtype or x.dtype, device or x.device)
+    return _full(x.shape, 1, dtype or x.dtype, device or x.device, "ones_like")
 
 
 def full_like(x, fill_value, dtype=None, device=None):
-    return full(x.shape, fill_value, dtype or x.dtype, device or x.device)
+    return _full(x.shape, fill_value, dtype or x.dtype, device or x.device, "full_like")
 
 
 def arange(start, end=None, step=1, dtype=None, device=None):
@@ -127,6 +132,8 @@ def arange(start, end=None, step=1, dtype=None, device=None):
     for v in (start, end, step):
         if type(v) not in (int, float):
             raise ArgumentTypeError("arange: expected int or float bounds, found %s" % type(v).__name__)
+        if v != v or v in (float("inf"), float("-inf")):
+            raise ArgumentError("arange: expected finite bounds and step, found %r" % (v,))
     if step == 0:
         raise ArgumentError("arange: step must not be 0")
     n = -((start - end) // step) if type(start) is int and type(end) is int and type(step) is int \
@@ -135,8 +142,8 @@ def arange(start, end=None, step=1, dtype=None, device=None):
     if dtype is None:
         all_int = type(start) is int and type(end) is int and type(step) is int
         dtype = dtypes.default_int if all_int else dtypes.default_float
-    dt = dtypes.get(dtype)
-    dev = resolve(device)
+    dt = dtypes.get(dtype, "arange")
+    dev = resolve(device, "arange")
     flat = [start + i * step for i in range(n)]
     return Tensor(dev.from_list(flat, (n,), dt), (n,), dt, dev)
 
@@ -144,22 +151,30 @@ def arange(start, end=None, step=1, dtype=None, device=None):
 def rand(*size, generator=None, dtype=None, device=None):
     """Uniform draws in [0, 1) from ``generator`` (ember's seeded default when None)."""
     shape = size_args(size, "rand")
-    g = generator or rng.default_generator
+    g = _generator(generator, "rand")
     return _floats(g.uniforms(numel(shape)), shape, dtype, device, "rand")
 
 
 def randn(*size, generator=None, dtype=None, device=None):
     """Standard normal draws from ``generator`` (ember's seeded default when None)."""
     shape = size_args(size, "randn")
-    g = generator or rng.default_generator
+    g = _generator(generator, "randn")
     return _floats(g.normals(numel(shape)), shape, dtype, device, "randn")
 
 
+def _generator(generator, op):
+    if generator is None:
+        return rng.default_generator
+    if not isinstance(generator, rng.Generator):
+        raise ArgumentTypeError("%s: expected an ember.Generator, found %s" % (op, type(generator).__name__))
+    return generator
+
+
 def _floats(flat, shape, dtype, device, op):
-    dt = dtypes.get(dtype) if dtype is not None else dtypes.default_float
+    dt = dtypes.get(dtype, op) if dtype is not None else dtypes.default_float
     if dt.kind != "f":
-        raise ArgumentError("%s: expected a float dtype, found %s" % (op, dt.name))
-    dev = resolve(device)
+        raise DTypeError("%s: expected a float dtype, found %s" % (op, dt.name))
+    dev = resolve(device, op)
     return Tensor(dev.from_list(flat, shape, dt), shape, dt, dev)
 
 
@@ -183,8 +198,8 @@ def linspace(start, end, steps, dtype=None, device=None):
         half = steps // 2
         # from both ends toward the middle, as torch does, so the last value is exactly ``end``
         flat = [start + i * step if i < half else end - (steps - 1 - i) * step for i in range(steps)]
-    dt = dtypes.get(dtype) if dtype is not None else dtypes.default_float
-    dev = resolve(device)
+    dt = dtypes.get(dtype, "linspace") if dtype is not None else dtypes.default_float
+    dev = resolve(device, "linspace")
     return Tensor(dev.from_list(flat, (steps,), dt), (steps,), dt, dev)
 
 
@@ -193,8 +208,8 @@ def eye(n, m=None, dtype=None, device=None):
     m = n if m is None else m
     shape = size_args((n, m), "eye")
     flat = [1 if i == j else 0 for i in range(n) for j in range(m)]
-    dt = dtypes.get(dtype) if dtype is not None else dtypes.default_float
-    dev = resolve(device)
+    dt = dtypes.get(dtype, "eye") if dtype is not None else dtypes.default_float
+    dev = resolve(device, "eye")
     return Tensor(dev.from_list(flat, shape, dt), shape, dt, dev)
 
 
@@ -203,12 +218,12 @@ def randint(low, high=None, size=(), generator=None, dtype=None, device=None):
     if high is None or type(high) in (tuple, list):
         low, high, size = 0, low, (high if high is not None else size)
     shape = size_args((size,), "randint")
-    g = generator or rng.default_generator
+    g = _generator(generator, "randint")
     if type(low) is not int or type(high) is not int or low >= high:
         raise ArgumentError("randint: expected int low < high, found %r and %r" % (low, high))
     flat = [g.randint(low, high) for _ in range(numel(shape))]
-    dt = dtypes.get(dtype) if dtype is not None else dtypes.default_int
-    dev = resolve(device)
+    dt = dtypes.get(dtype, "randint") if dtype is not None else dtypes.default_int
+    dev = resolve(device, "randint")
     return Tensor(dev.from_list(flat, shape, dt), shape, dt, dev)
 
 
@@ -223,5 +238,5 @@ def random(shape, distribution=None, generator=None, dtype=None, device=None):
     if not isinstance(distribution, Distribution):
         raise ArgumentTypeError("random: expected a Distribution such as ember.Normal(0, 1), found %r"
                                 % (distribution,))
-    g = generator or rng.default_generator
+    g = _generator(generator, "random")
     return _floats(distribution.sample(g, numel(shape)), shape, dtype, device, "random")

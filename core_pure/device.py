@@ -24,11 +24,11 @@ def set_default_device(device):
     return previous
 
 
-def resolve(device):
+def resolve(device, op="device"):
     if device is None:
         return default_device()
     from .backend import Backend
     if not isinstance(device, Backend):
         from .errors import ArgumentTypeError
-        raise ArgumentTypeError("expected a device such as ember.Cpu(), found %r" % (device,))
+        raise ArgumentTypeError("%s: expected a device such as ember.Cpu(), found %r" % (op, device))
     return device

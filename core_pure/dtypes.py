@@ -59,7 +59,7 @@ default_float = float32
 default_int = int64
 
 
-def get(dtype):
+def get(dtype, op="dtype"):
     """The DType for a DType, a name (``"float32"``) or a Python type (``float``, ``int``, ``bool``)."""
     if type(dtype) is DType:
         return dtype
@@ -71,7 +71,7 @@ def get(dtype):
         return bool_
     if type(dtype) is str and dtype in _BY_NAME:
         return _BY_NAME[dtype]
-    raise DTypeError("expected an ember dtype or one of %s, found %r" % (sorted(_BY_NAME), dtype))
+    raise DTypeError("%s: expected an ember dtype or one of %s, found %r" % (op, sorted(_BY_NAME), dtype))
 
 
 def promote(a, b):
@@ -97,11 +97,11 @@ def scalar_kind(value):
     return None
 
 
-def promote_scalar(dtype, value):
+def promote_scalar(dtype, value, op="op"):
     """The dtype of ``tensor op value`` for a Python scalar: the scalar only lifts the kind."""
     kind = scalar_kind(value)
     if kind is None:
-        raise DTypeError("expected a tensor or a Python bool/int/float, found %s" % type(value).__name__)
+        raise DTypeError("%s: expected a tensor or a Python bool/int/float, found %s" % (op, type(value).__name__))
     if kind == dtype.kind or (kind == "b") or (kind == "i" and dtype.kind == "f"):
         return dtype
     return default_float if kind == "f" else default_int
@@ -193,8 +193,14 @@ def bf16_bits_to_float(h):
     return _bits_f32(h << 16)
 
 
+# A board whose float is single precision already holds float32 values: no rounding pass needed.
+_HOST_WIDER_THAN_F32 = 1.0 + 2.0 ** -24 != 1.0
+
+
 def _round_f32(values):
-    return list(array("f", values))
+    if _HOST_WIDER_THAN_F32:
+        return list(array("f", values))
+    return [float(v) for v in values]
 
 
 def round_values(values, dtype):

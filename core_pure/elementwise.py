@@ -74,7 +74,7 @@ def binary(op, a, b):
     else:
         t, s = (a, b) if type(a) is Tensor else (b, a)
         dev = t.device
-        dtype = _compute_dtype(op, dtypes.promote_scalar(t.dtype, s))
+        dtype = _compute_dtype(op, dtypes.promote_scalar(t.dtype, s, op))
         pt = t._data if t.dtype is dtype else dev.cast(t._data, dtype)
         s = _scalar_as(s, dtype)
         pa, pb = (pt, s) if t is a else (s, pt)
@@ -116,9 +116,9 @@ def where(cond, a, b):
     if ta is None and tb is None:
         dtype = dtypes.promote(dtypes.of_value(a), dtypes.of_value(b))
     elif ta is None:
-        dtype = dtypes.promote_scalar(tb.dtype, a)
+        dtype = dtypes.promote_scalar(tb.dtype, a, "where")
     elif tb is None:
-        dtype = dtypes.promote_scalar(ta.dtype, b)
+        dtype = dtypes.promote_scalar(ta.dtype, b, "where")
     else:
         dtype = dtypes.promote(ta.dtype, tb.dtype)
     ta = ta if ta is not None else full((), a, dtype=dtype, device=dev)

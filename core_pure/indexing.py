@@ -70,8 +70,11 @@ def _basic(x, items):
             i %= n
             ranges.append((i, i + 1, 1))
         elif type(item) is slice:
+            for v in (item.start, item.stop, item.step):
+                if v is not None and not _is_int(v):
+                    raise ArgumentTypeError("index: slice bounds must be ints or None, found %r" % (v,))
             if item.step is not None and (type(item.step) is not int or item.step <= 0):
-                raise IndexOutOfRange("index: slice steps must be positive ints, found %r (use flip)" % (item.step,))
+                raise ArgumentError("index: slice steps must be positive ints, found %r (use flip)" % (item.step,))
             start, stop, step = item.indices(n) if hasattr(item, "indices") else _slice_indices(item, n)
             stop = max(stop, start)
             ranges.append((start, stop, step))
@@ -271,6 +274,11 @@ def _value_for(x, value, region, op):
         if broadcast_shapes(value.shape, region, op) != region:
             raise ShapeError("%s: value of shape %s does not fit the indexed region %s" % (op, value.shape, region))
         return value
+    if type(value) in (list, tuple):
+        from .creation import tensor
+        return _value_for(x, tensor(value, device=x.device), region, op)
+    if dtypes.scalar_kind(value) is None:
+        raise ArgumentTypeError("%s: expected a tensor, nested lists or a number, found %s" % (op, type(value).__name__))
     return full((), value, dtype=x.dtype, device=x.device)
 
 

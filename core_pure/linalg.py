@@ -18,7 +18,10 @@ def matmul(a, b):
     dtype = dtypes.promote(a.dtype, b.dtype)
     if dtype is dtypes.bool_:
         raise DTypeError("matmul: expected float or integer tensors, found bool")
-    a, b = a.to(dtype), b.to(dtype)
+    if a.dtype is not dtype:
+        a = a.to(dtype)
+    if b.dtype is not dtype:
+        b = b.to(dtype)
     a2 = a.reshape(1, a.shape[0]) if len(a.shape) == 1 else a
     b2 = b.reshape(b.shape[0], 1) if len(b.shape) == 1 else b
     m, k = a2.shape[-2:]

@@ -1,6 +1,6 @@
 """Shape and movement ops: reshape, permute, expand, cat/stack, indexing with ints and slices."""
 from . import dtypes
-from .errors import ArgumentTypeError, IndexOutOfRange, ShapeError
+from .errors import ArgumentError, ArgumentTypeError, IndexOutOfRange, ShapeError
 from .shapes import dim as _dim, numel
 from .tensor import Tensor
 
@@ -108,14 +108,17 @@ def unsqueeze(x, dim):
 
 
 def _same(tensors, op):
-    if type(tensors) not in (list, tuple) or not tensors:
-        raise ArgumentTypeError("%s: expected a non-empty list of tensors" % op)
+    if type(tensors) not in (list, tuple):
+        raise ArgumentTypeError("%s: expected a list of tensors, found %s" % (op, type(tensors).__name__))
+    if not tensors:
+        raise ArgumentError("%s: expected a non-empty list of tensors" % op)
+    for t in tensors:
+        if type(t) is not Tensor:
+            raise ArgumentTypeError("%s: expected tensors, found %s" % (op, type(t).__name__))
     from .elementwise import same_device
     first = tensors[0]
     dtype = first.dtype
     for t in tensors:
-        if type(t) is not Tensor:
-            raise ArgumentTypeError("%s: expected tensors, found %s" % (op, type(t).__name__))
         same_device(first, t, op)
         if t.dtype is not dtype:
             dtype = dtypes.promote(dtype, t.dtype)

@@ -40,6 +40,10 @@ class Generator:
         return list(self._s) + ([] if self._spare is None else [self._spare])
 
     def set_state(self, state):
+        if type(state) not in (list, tuple) or len(state) not in (4, 5) or \
+                any(type(v) not in (int, float) for v in state):
+            from .errors import ArgumentError
+            raise ArgumentError("set_state: expected the 4 or 5 numbers get_state returned, found %r" % (state,))
         self._s = [int(v) & _M32 for v in state[:4]]
         self._spare = state[4] if len(state) > 4 else None
 

@@ -47,6 +47,8 @@ def dims(ds, ndim, op):
         return tuple(range(ndim))
     if type(ds) is int:
         return (dim(ds, ndim, op),)
+    if type(ds) not in (tuple, list):
+        raise ArgumentTypeError("%s: expected an int, a tuple of ints or None as dim, found %s" % (op, type(ds).__name__))
     out = sorted(set(dim(d, ndim, op) for d in ds))
     if len(out) != len(ds):
         raise IndexOutOfRange("%s: dims %s repeat a dim" % (op, tuple(ds)))

@@ -3,8 +3,15 @@
 A tensor holds its device's array, its shape (a tuple of ints), its dtype and its device. Users
 see value semantics: no op, ``t[i] = v`` included, changes another tensor.
 """
+import sys
+
 from . import dtypes
+from .backend import Backend
 from .errors import ArgumentTypeError, ShapeError
+
+# MicroPython converts the right operand of ``2.0 * t`` with __float__ before trying __rmul__,
+# so there a tensor must not define __float__ (float(t.item()) does the same job).
+_FLOAT_PROTOCOL = sys.implementation.name != "micropython"
 
 
 class Tensor:
@@ -51,6 +58,24 @@ class Tensor:
         """The values, row-major, little-endian, in this tensor's dtype (safetensors' layout)."""
         return self.device.to_bytes(self._data)
 
+    # -- exchange with numpy, PyTorch and DLPack (CPython only; see ember.accel.numpy.interop) ------
+    def numpy(self):
+        """The values as a numpy array: shared with this tensor on the NumPy device, a copy elsewhere."""
+        from ember.accel.numpy.interop import to_numpy
+        return to_numpy(self)
+
+    def __array__(self, dtype=None, copy=None):
+        from ember.accel.numpy.interop import array_protocol
+        return array_protocol(self, dtype, copy)
+
+    def __dlpack__(self, stream=None, **kwargs):
+        from ember.accel.numpy.interop import dlpack
+        return dlpack(self, stream, **kwargs)
+
+    def __dlpack_device__(self):
+        from ember.accel.numpy.interop import dlpack_device
+        return dlpack_device(self)
+
     def __repr__(self):
         from .printing import tensor_repr
         return tensor_repr(self)
@@ -70,8 +95,9 @@ class Tensor:
                              % self.numel())
         return bool(self.item())
 
-    def __float__(self):
-        return float(self.item())
+    if _FLOAT_PROTOCOL:
+        def __float__(self):
+            return float(self.item())
 
     def __int__(self):
         return int(self.item())
@@ -87,7 +113,6 @@ class Tensor:
     # -- dtype and device -----------------------------------------------------------------------
     def to(self, target):
         """A copy on another device (``t.to(ember.Cpu())``) or in another dtype (``t.to(ember.int32)``)."""
-        from .backend import Backend
         if isinstance(target, Backend):
             if target == self.device:
                 return self

@@ -91,6 +91,8 @@ def _conv_padding(padding, n, kernel, dilation, stride, op):
             total = d * (k - 1)
             pads.append((total // 2, total - total // 2))
         return tuple(pads)
+    if type(padding) is str:
+        raise ArgumentError("%s: padding must be 'valid', 'same', an int or %d ints, found %r" % (op, n, padding))
     p = _tuple(padding, n, "padding", op)
     if any(v < 0 for v in p):
         raise ArgumentError("%s: padding must be >= 0, found %s" % (op, p))

@@ -25,9 +25,6 @@ DTYPES = ("f32", "f64", "f16", "bf16", "i8", "i32", "i64", "b")
 EXACT_OPS = ("add", "sub", "mul", "div", "floordiv", "mod")
 
 
-def shape_name(shape):
-    return "x".join(str(s) for s in shape) if shape else "0d"
-
 
 def tol_for(op, out):
     if out in ("f32", "f64"):
@@ -93,11 +90,11 @@ BROADCASTS = [((3, 1), (1, 4)), ((), (2, 3)), ((2, 3), ()), ((2, 1, 3), (4, 1)),
 def broadcast_cases():
     specs = []
     for sa, sb in BROADCASTS:
-        label = "%s+%s" % (shape_name(sa), shape_name(sb))
+        label = "%s+%s" % (kit.shape_name(sa), kit.shape_name(sb))
         specs.append(binary("add.f32." + label, "add", F(sa), F(sb), "f32", expand="auto"))
     for op in ("sub", "mul", "div", "pow", "floordiv", "mod", "maximum", "minimum"):
         for sa, sb in (((3, 1), (1, 4)), ((), (2, 3)), ((2, 1, 3), (4, 1))):
-            label = "%s+%s" % (shape_name(sa), shape_name(sb))
+            label = "%s+%s" % (kit.shape_name(sa), kit.shape_name(sb))
             a, b = operands(op, "f32", sa, sb)
             specs.append(binary("%s.f32.%s" % (op, label), op, a, b, "f32", expand="auto"))
     for op, dt in (("add", "i32"), ("floordiv", "i64"), ("mod", "i32"), ("maximum", "b"), ("add", "b"),

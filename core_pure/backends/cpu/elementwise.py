@@ -118,8 +118,9 @@ def binary(op, a, b):
         fast, safe = S.ipow(dtype.bits), None
     else:
         fast, safe = (_FLOAT_BINARY if kind == "f" else _INT_BINARY)[op]
+    inline = S.INLINE.get(op) if S.INLINE is not None else None
     try:
-        out = list(map(fast, av, bv))
+        out = inline(av, bv) if inline is not None else list(map(fast, av, bv))
     except (OverflowError, ValueError, ZeroDivisionError):
         if safe is None:
             raise

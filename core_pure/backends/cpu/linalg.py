@@ -7,11 +7,17 @@ from .array import CpuArray, numel, values
 
 if hasattr(math, "sumprod"):  # CPython 3.12+: one call, compensated accumulation
     _dot = math.sumprod
-else:
+elif S.INLINE is None:
     _mul = S.mul
 
     def _dot(a, b):
         return sum(map(_mul, a, b))
+else:  # MicroPython: a plain loop beats map with a lambda about 3x
+    def _dot(a, b):
+        s = 0
+        for x, y in zip(a, b):
+            s += x * y
+        return s
 
 
 def matmul(a, b):
