@@ -58,6 +58,44 @@ class Tensor:
         """The values, row-major, little-endian, in this tensor's dtype (safetensors' layout)."""
         return self.device.to_bytes(self._data)
 
+    # -- gradients (on ember.accel.Autodiff devices) --------------------------------------------------
+    def requires_grad_(self, requires_grad=True):
+        """Mark this tensor as a leaf whose gradient ``backward`` computes (in place); returns it."""
+        dev = self._autodiff("requires_grad_")
+        self._data = dev.require_grad(self._data) if requires_grad else dev.detach(self._data)
+        return self
+
+    def require_grad(self, id=None):
+        """A leaf copy of this tensor that requires grad (Burn's name); ``id`` keys its gradient."""
+        dev = self._autodiff("require_grad")
+        return Tensor(dev.require_grad(self._data, id), self.shape, self.dtype, dev)
+
+    @property
+    def requires_grad(self):
+        return getattr(self._data, "node", None) is not None
+
+    def detach(self):
+        """The same values, cut from the graph (a no-op on devices that record none)."""
+        detach = getattr(self.device, "detach", None)
+        if detach is None:
+            return self
+        return Tensor(detach(self._data), self.shape, self.dtype, self.device)
+
+    def backward(self, grad=None, retain_graph=False):
+        """Differentiate this tensor: returns the ``Gradients`` of every leaf it depends on."""
+        return self._autodiff("backward").backward(self._data, grad, retain_graph)
+
+    def grad(self, grads):
+        """This leaf's gradient in ``grads`` (what ``backward`` returned), on the inner device."""
+        return grads.get(self)
+
+    def _autodiff(self, op):
+        if not hasattr(self.device, "backward"):
+            from .errors import ArgumentError
+            raise ArgumentError("%s: %r records no graph; create tensors on ember.accel.Autodiff(%r) "
+                                "to compute gradients" % (op, self.device, self.device))
+        return self.device
+
     # -- exchange with numpy, PyTorch and DLPack (CPython only; see ember.accel.numpy.interop) ------
     def numpy(self):
         """The values as a numpy array: shared with this tensor on the NumPy device, a copy elsewhere."""
@@ -116,9 +154,13 @@ class Tensor:
         if isinstance(target, Backend):
             if target == self.device:
                 return self
+            if getattr(target, "inner", None) == self.device:  # into a decorator: wrap, no copy
+                return Tensor(target.wrap(self._data, self.shape, self.dtype), self.shape, self.dtype, target)
+            if getattr(self.device, "inner", None) == target:  # out of a decorator: unwrap, no copy
+                return Tensor(self._data.value, self.shape, self.dtype, target)
             flat = self.device.to_list(self._data)
             return Tensor(target.from_list(flat, self.shape, self.dtype), self.shape, self.dtype, target)
-        dtype = dtypes.get(target)
+        dtype = dtypes.get(target, "to")
         if dtype is self.dtype:
             return self
         return Tensor(self.device.cast(self._data, dtype), self.shape, dtype, self.device)

@@ -11,7 +11,8 @@ Test files do not import pytest. A test is a module-level function named
 returns (a list of ``(name, device_object)``; the name is the test id);
 ``case`` runs over the module's ``CASES`` (``case.name`` is the test id).
 A function whose signature differs from its module's PARAMETERS is reported
-as a failing test.
+as a failing test. Files in the CPython-only folders (tests/accel, tests/tools)
+may use pytest's own parametrization instead, unless they declare PARAMETERS.
 
 Backends are never skipped silently: ``EMBER_REQUIRE_BACKENDS=cpu,...`` makes
 the session fail at start when a listed backend is not available, and the
@@ -131,13 +132,26 @@ def pytest_pycollect_makeitem(collector, name, obj):
         return None
     if not inspect.isfunction(obj) or not collector.funcnamefilter(name):
         return None
+    if not _follows_convention(collector.obj):
+        return None  # a CPython-only test file using pytest's own parametrization
     message = _contract_error(collector.obj, obj)
     if message is None:
         return None  # let pytest build the normal Function item(s)
     return [ContractErrorItem.from_parent(collector, name=name, message=message)]
 
 
+SHARED_FOLDERS = ("core", "conformance")  # the folders MicroPython runs too
+
+
+def _follows_convention(module):
+    """Shared test files always follow it; CPython-only ones do when they declare PARAMETERS."""
+    folder = os.path.basename(os.path.dirname(os.path.abspath(module.__file__)))
+    return folder in SHARED_FOLDERS or hasattr(module, "PARAMETERS")
+
+
 def pytest_generate_tests(metafunc):
+    if not _follows_convention(metafunc.module):
+        return
     declared, error = _declared(metafunc.module)
     if error or not declared:
         return

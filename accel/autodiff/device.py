@@ -1,0 +1,240 @@
+"""``Autodiff(device)``: a backend decorator that records a graph for ``backward``.
+
+Its arrays pair the inner device's array with the shape, dtype and (when the value depends on
+a tensor that requires grad) the ``Node`` that produced it. Every primitive runs on the inner
+device and, where a gradient can flow, records its rule from ``rules.py``. The decorator never
+asks which device it wraps: any backend that implements the contract works inside it.
+"""
+import ember
+from ember import dtypes
+from ember.backend import Backend
+from ember.errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
+
+from . import rules
+from .gradients import Gradients
+from .graph import Node, grad_mode, run_backward
+
+_BOOL_UNARY = ("isnan", "isinf", "logical_not")
+_COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+class AdArray:
+    """An inner array plus what the tape needs: shape, dtype and the producing node (or None)."""
+
+    __slots__ = ("value", "shape", "dtype", "node")
+
+    def __init__(self, value, shape, dtype, node=None):
+        self.value = value
+        self.shape = shape
+        self.dtype = dtype
+        self.node = node
+
+
+def _value(a):
+    return a.value if type(a) is AdArray else a
+
+
+def _out_size(size, k, s, pad, d):
+    return (size + pad[0] + pad[1] - d * (k - 1) - 1) // s + 1
+
+
+class Autodiff(Backend):
+    """Wrap a device so its tensors can record ops and run ``backward``.
+
+    >>> dev = ember.accel.Autodiff(ember.Cpu())
+    >>> w = ember.randn(3, device=dev).requires_grad_()
+    >>> grads = (w * w).sum().backward()
+    >>> w.grad(grads)            # 2 * w, on the inner device
+    """
+
+    name = "Autodiff"
+
+    def __init__(self, inner):
+        if not isinstance(inner, Backend):
+            raise ArgumentTypeError("Autodiff: expected a device such as ember.Cpu(), found %r" % (inner,))
+        if isinstance(inner, Autodiff):
+            raise ArgumentError("Autodiff: %r already records gradients" % (inner,))
+        self.inner = inner
+
+    def key(self):
+        return ("Autodiff",) + self.inner.key()
+
+    def __repr__(self):
+        return "Autodiff(%r)" % (self.inner,)
+
+    # -- the graph ----------------------------------------------------------------------------------
+    def _t(self, a):
+        """An AdArray seen as an inner-device tensor (records nothing)."""
+        return ember.Tensor(a.value, a.shape, a.dtype, self.inner)
+
+    def _record(self, value, shape, dtype, inputs, make_rule):
+        """Wrap an inner result; attach a node if a gradient can flow from ``inputs`` into it."""
+        out = AdArray(value, shape, dtype)
+        if not grad_mode.enabled or dtype.kind != "f":
+            return out
+        parents = tuple(a.node if type(a) is AdArray else None for a in inputs)
+        for p in parents:
+            if p is not None:
+                out.node = Node(parents, make_rule(out), shape, dtype)
+                break
+        return out
+
+    def wrap(self, value, shape, dtype):
+        """An inner array as one of this device's arrays, recording nothing (used by Tensor.to)."""
+        return AdArray(value, shape, dtype)
+
+    def require_grad(self, a, id=None):
+        if a.dtype.kind != "f":
+            raise DTypeError("requires_grad: only float tensors can require grad, found %s" % a.dtype.name)
+        return AdArray(a.value, a.shape, a.dtype, Node((), None, a.shape, a.dtype, id))
+
+    def detach(self, a):
+        return AdArray(a.value, a.shape, a.dtype)
+
+    def backward(self, a, grad=None, retain_graph=False):
+        """Gradients of every leaf reachable from ``a`` (a scalar unless ``grad`` is given)."""
+        if a.node is None:
+            raise ArgumentError("backward: this tensor does not depend on any tensor that requires grad")
+        if grad is None:
+            if len(a.shape) and a.shape != (1,) * len(a.shape):
+                raise ShapeError("backward: expected a scalar (or pass grad=), found shape %s" % (a.shape,))
+            seed = ember.ones(a.shape, dtype=a.dtype, device=self.inner)
+        else:
+            seed = grad.to(self.inner) if isinstance(grad, ember.Tensor) else grad
+            if seed.shape != a.shape:
+                raise ShapeError("backward: grad of shape %s for a tensor of shape %s" % (seed.shape, a.shape))
+        return Gradients(run_backward(a.node, seed, release=not retain_graph))
+
+    # -- data in and out ------------------------------------------------------------------------------
+    def from_list(self, flat, shape, dtype):
+        return AdArray(self.inner.from_list(flat, shape, dtype), tuple(shape), dtype)
+
+    def from_bytes(self, buf, shape, dtype):
+        return AdArray(self.inner.from_bytes(buf, shape, dtype), tuple(shape), dtype)
+
+    def full(self, shape, value, dtype):
+        return AdArray(self.inner.full(shape, value, dtype), tuple(shape), dtype)
+
+    def to_list(self, a):
+        return self.inner.to_list(a.value)
+
+    def to_bytes(self, a):
+        return self.inner.to_bytes(a.value)
+
+    # -- movement ------------------------------------------------------------------------------------
+    def reshape(self, a, shape):
+        shape = tuple(shape)
+        return self._record(self.inner.reshape(a.value, shape), shape, a.dtype, (a,),
+                            lambda out: rules.reshape_rule(self._t(a)))
+
+    def permute(self, a, dims):
+        shape = tuple(a.shape[d] for d in dims)
+        return self._record(self.inner.permute(a.value, dims), shape, a.dtype, (a,),
+                            lambda out: rules.permute_rule(dims))
+
+    def expand(self, a, shape):
+        shape = tuple(shape)
+        return self._record(self.inner.expand(a.value, shape), shape, a.dtype, (a,),
+                            lambda out: rules.expand_rule(a.shape, shape))
+
+    def slice(self, a, ranges):
+        shape = tuple(len(range(*r)) for r in ranges)
+        return self._record(self.inner.slice(a.value, ranges), shape, a.dtype, (a,),
+                            lambda out: rules.slice_rule(self._t(a), ranges))
+
+    def slice_assign(self, a, ranges, v):
+        return self._record(self.inner.slice_assign(a.value, ranges, v.value), a.shape, a.dtype, (a, v),
+                            lambda out: rules.slice_assign_rule(self._t(a), ranges, self._t(v)))
+
+    def cat(self, arrays, dim):
+        first = arrays[0]
+        sizes = [x.shape[dim] for x in arrays]
+        shape = first.shape[:dim] + (sum(sizes),) + first.shape[dim + 1:]
+        value = self.inner.cat([x.value for x in arrays], dim)
+        return self._record(value, shape, first.dtype, arrays, lambda out: rules.cat_rule(sizes, dim))
+
+    # -- elementwise ---------------------------------------------------------------------------------
+    def unary(self, op, a):
+        dtype = dtypes.bool_ if op in _BOOL_UNARY else a.dtype
+        return self._record(self.inner.unary(op, a.value), a.shape, dtype, (a,),
+                            lambda out: rules.unary_rule(op, self._t(a), self._t(out)))
+
+    def binary(self, op, a, b):
+        arr = a if type(a) is AdArray else b
+        dtype = dtypes.bool_ if op in _COMPARE else arr.dtype
+        value = self.inner.binary(op, _value(a), _value(b))
+
+        def rule(out):
+            ta = self._t(a) if type(a) is AdArray else a
+            tb = self._t(b) if type(b) is AdArray else b
+            return rules.binary_rule(op, ta, tb, self._t(out))
+        return self._record(value, arr.shape, dtype, (a, b), rule)
+
+    def where(self, cond, a, b):
+        value = self.inner.where(cond.value, a.value, b.value)
+        return self._record(value, a.shape, a.dtype, (cond, a, b),
+                            lambda out: rules.where_rule(self._t(cond), self._t(a), self._t(b)))
+
+    def cast(self, a, dtype):
+        if dtype is a.dtype:
+            return a
+        return self._record(self.inner.cast(a.value, dtype), a.shape, dtype, (a,),
+                            lambda out: rules.cast_rule(self._t(a)))
+
+    # -- reductions, scans, sorting ------------------------------------------------------------------
+    def reduce(self, op, a, dim):
+        shape = a.shape[:dim] + (1,) + a.shape[dim + 1:]
+        dtype = dtypes.int64 if op in ("argmax", "argmin") else dtypes.bool_ if op in ("any", "all") else a.dtype
+        return self._record(self.inner.reduce(op, a.value, dim), shape, dtype, (a,),
+                            lambda out: rules.reduce_rule(op, self._t(a), self._t(out), dim))
+
+    def scan(self, op, a, dim):
+        dtype = dtypes.int64 if op.startswith("cumarg") else a.dtype
+
+        def rule(out):
+            indices = None
+            if op in ("cummax", "cummin"):
+                idx = self.inner.scan("cumarg" + op[3:], a.value, dim)
+                indices = ember.Tensor(idx, a.shape, dtypes.int64, self.inner)
+            return rules.scan_rule(op, self._t(a), self._t(out), dim, indices)
+        return self._record(self.inner.scan(op, a.value, dim), a.shape, dtype, (a,), rule)
+
+    def sort(self, a, dim, descending):
+        v, i = self.inner.sort(a.value, dim, descending)
+        indices = AdArray(i, a.shape, dtypes.int64)
+        values = self._record(v, a.shape, a.dtype, (a,),
+                              lambda out: rules.sort_rule(self._t(a), self._t(indices), dim))
+        return values, indices
+
+    # -- linear algebra, nn, indexing -----------------------------------------------------------------
+    def matmul(self, a, b):
+        shape = a.shape[:-1] + (b.shape[-1],)
+        return self._record(self.inner.matmul(a.value, b.value), shape, a.dtype, (a, b),
+                            lambda out: rules.matmul_rule(self._t(a), self._t(b)))
+
+    def conv(self, x, w, stride, padding, dilation, groups):
+        spatial = tuple(_out_size(n, k, s, p, d) for n, k, s, p, d in
+                        zip(x.shape[2:], w.shape[2:], stride, padding, dilation))
+        shape = (x.shape[0], w.shape[0]) + spatial
+        value = self.inner.conv(x.value, w.value, stride, padding, dilation, groups)
+        return self._record(value, shape, x.dtype, (x, w),
+                            lambda out: rules.conv_rule(self._t(x), self._t(w), stride, padding, dilation, groups))
+
+    def pool(self, op, x, kernel, stride, padding, dilation):
+        spatial = tuple(_out_size(n, k, s, p, d) for n, k, s, p, d in
+                        zip(x.shape[2:], kernel, stride, padding, dilation))
+        shape = x.shape[:2] + spatial
+        value = self.inner.pool(op, x.value, kernel, stride, padding, dilation)
+        return self._record(value, shape, x.dtype, (x,),
+                            lambda out: rules.pool_rule(op, self._t(x), self._t(out), kernel, stride, padding,
+                                                        dilation))
+
+    def gather(self, x, dim, index):
+        value = self.inner.gather(x.value, dim, index.value)
+        return self._record(value, index.shape, x.dtype, (x, index),
+                            lambda out: rules.gather_rule(self._t(x), dim, self._t(index)))
+
+    def scatter(self, x, dim, index, src, mode):
+        value = self.inner.scatter(x.value, dim, index.value, src.value, mode)
+        return self._record(value, x.shape, x.dtype, (x, index, src),
+                            lambda out: rules.scatter_rule(self._t(x), dim, self._t(index), self._t(src), mode))

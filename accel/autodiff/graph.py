@@ -1,0 +1,113 @@
+"""The tape: nodes that remember how to send a gradient to their inputs, and the backward walk.
+
+There is no global tape. Each result of a differentiable op holds a ``Node`` pointing at its
+inputs' nodes, so a graph lives exactly as long as the tensors that can reach it, threads never
+share one, and dropping a tensor without calling backward frees its graph.
+"""
+import threading
+
+_ids = [0]
+_id_lock = threading.Lock()
+
+
+def new_id():
+    with _id_lock:
+        _ids[0] += 1
+        return _ids[0]
+
+
+class Node:
+    """One recorded op: its inputs' nodes and ``backward(grad) -> grads for each input``.
+
+    A leaf (a tensor that requires grad) has no parents and no backward; its ``id`` keys its
+    gradient in ``Gradients`` (a module's parameter keeps its id across forks and devices).
+    """
+
+    __slots__ = ("id", "parents", "backward", "shape", "dtype")
+
+    def __init__(self, parents, backward, shape, dtype, id=None):
+        self.id = new_id() if id is None else id
+        self.parents = parents
+        self.backward = backward
+        self.shape = shape
+        self.dtype = dtype
+
+    @property
+    def is_leaf(self):
+        return self.backward is None
+
+
+class _GradMode(threading.local):
+    enabled = True
+
+
+grad_mode = _GradMode()
+
+
+class no_grad:
+    """``with no_grad():`` — ops inside record nothing (inference, optimizer steps). Per thread."""
+
+    def __enter__(self):
+        self.previous = grad_mode.enabled
+        grad_mode.enabled = False
+        return self
+
+    def __exit__(self, *exc):
+        grad_mode.enabled = self.previous
+        return False
+
+
+def topological(root):
+    """Nodes reachable from ``root``, each after every node that consumes it (iterative DFS)."""
+    order, seen = [], set()
+    stack = [(root, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if node.id in seen:
+            continue
+        seen.add(node.id)
+        stack.append((node, True))
+        for p in node.parents:
+            if p is not None and p.id not in seen:
+                stack.append((p, False))
+    order.reverse()
+    return order
+
+
+def run_backward(root, seed, release=True):
+    """Propagate ``seed`` (the gradient of ``root``) to every leaf; returns {leaf id: gradient}.
+
+    Intermediate gradients are dropped as soon as their node has passed them on. With
+    ``release`` the walked nodes forget their inputs and closures, freeing the graph.
+    """
+    pending = {root.id: seed}
+    leaves = {}
+    order = topological(root)
+    for node in order:
+        grad = pending.pop(node.id, None)
+        if grad is None:
+            continue
+        if node.is_leaf:
+            leaves[node.id] = grad
+            continue
+        grads = node.backward(grad)
+        for parent, g in zip(node.parents, grads):
+            if parent is None or g is None:
+                continue
+            have = pending.get(parent.id)
+            pending[parent.id] = g if have is None else have + g
+    if release:
+        for node in order:
+            if not node.is_leaf:
+                node.parents = ()
+                node.backward = _released
+    return leaves
+
+
+def _released(grad):
+    from ember.errors import ArgumentError
+    raise ArgumentError("backward: this graph was already used by a backward pass and released; "
+                        "call backward(retain_graph=True) to walk it twice")

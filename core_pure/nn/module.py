@@ -1,0 +1,669 @@
+"""``Module`` and ``Param``: models as plain classes whose parameters the base class finds.
+
+    class Net(Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = Linear(784, 128)     # a submodule: its params are fc1.weight, fc1.bias
+            self.scale = Param(ember.ones(1))
+
+        def forward(self, x):
+            return self.fc1(x) * self.scale   # reading a Param attribute gives its Tensor
+
+Reading a parameter attribute (``layer.weight``) gives its current value, a plain ``Tensor``, so
+every tensor op and ``ember.nn.functional`` takes it. The ``Param`` object itself (its ``id``,
+``requires_grad``) comes from ``named_parameters()`` or ``get_parameter("fc1.weight")``. Assigning
+a Tensor to a parameter's name replaces its value and keeps its id (what an optimizer step does);
+assigning a ``Param`` registers a new parameter.
+
+What the base class finds, in the order attributes were first assigned (also on MicroPython, whose
+dicts are unordered): ``Param``s, ``Module``s, ``Tensor``s (buffers: saved, never trained; use
+``register_buffer(name, t, persistent=False)`` for one that is not saved) and lists, tuples and
+dicts holding modules or params (named ``layers.0``, ``blocks.key``; a plain dict's keys in sorted
+order, a ``ModuleDict``'s in insertion order). Names and their order follow PyTorch's
+``state_dict``: per module, its own parameters, then its buffers, then each child's, depth first.
+"""
+from .. import dtypes
+from ..errors import ArgumentError, ArgumentTypeError, RecordError
+from ..tensor import Tensor
+
+_counter = [0]
+
+
+def _next_id():
+    _counter[0] += 1
+    return _counter[0]
+
+
+class Param:
+    """A trainable tensor with a unique ``id`` (gradients are keyed by it) and a ``requires_grad``
+    flag. ``param.value`` is the current Tensor; ``shape``, ``dtype`` and ``device`` are its."""
+
+    __slots__ = ("id", "value", "requires_grad")
+
+    def __init__(self, value, requires_grad=True, id=None):
+        if type(value) is not Tensor:
+            raise ArgumentTypeError("Param: expected a Tensor value, found %s" % type(value).__name__)
+        self.value = value
+        self.requires_grad = requires_grad
+        self.id = _next_id() if id is None else id
+
+    @property
+    def shape(self):
+        return self.value.shape
+
+    @property
+    def dtype(self):
+        return self.value.dtype
+
+    @property
+    def device(self):
+        return self.value.device
+
+    def numel(self):
+        return self.value.numel()
+
+    def __repr__(self):
+        return "Param(id=%d, shape=%s, dtype=%s%s)" % (self.id, self.value.shape, self.value.dtype.name,
+                                                      "" if self.requires_grad else ", requires_grad=False")
+
+
+def _join(prefix, name):
+    return prefix + "." + name if prefix else name
+
+
+def _is_module(v):
+    return isinstance(v, Module)
+
+
+def _init_state(m):
+    # object.__setattr__: these must not pass through Module.__setattr__ (and obj.__dict__[k] = v
+    # fails on MicroPython)
+    object.__setattr__(m, "_names", [])  # tracked attribute names, first-assignment order
+    object.__setattr__(m, "_params", {})  # name -> Param (kept out of the instance dict, see __getattr__)
+    object.__setattr__(m, "_transient", [])  # buffers that are not saved
+    object.__setattr__(m, "training", True)
+
+
+class LoadReport:
+    """What ``Module.load(path, strict=False)`` found: names ``missing`` from the file, names in the
+    file the module does not have (``unexpected``), and ``mismatched`` (name, expected, found)."""
+
+    def __init__(self, missing, unexpected, mismatched):
+        self.missing = missing
+        self.unexpected = unexpected
+        self.mismatched = mismatched
+
+    @property
+    def ok(self):
+        return not (self.missing or self.unexpected or self.mismatched)
+
+    def describe(self):
+        parts = []
+        if self.missing:
+            parts.append("missing %s" % ", ".join(self.missing))
+        if self.unexpected:
+            parts.append("unexpected %s" % ", ".join(self.unexpected))
+        if self.mismatched:
+            parts.append("mismatched %s" % ", ".join("%s (expected %s, found %s)" % m for m in self.mismatched))
+        return "; ".join(parts) or "all tensors loaded"
+
+    def __repr__(self):
+        return "LoadReport(%s)" % self.describe()
+
+
+class Module:
+    """Base class of every layer and model: subclass it, assign parameters and submodules as
+    attributes in ``__init__``, write ``forward``; calling the module calls ``forward``."""
+
+    def __init__(self):
+        _init_state(self)
+
+    # -- attributes ------------------------------------------------------------------------------
+    def __setattr__(self, name, value):
+        try:
+            params = self._params
+        except AttributeError:  # a subclass assigned before calling Module.__init__
+            _init_state(self)
+            params = self._params
+        if type(value) is Param:
+            params[name] = value
+            try:
+                object.__delattr__(self, name)
+            except AttributeError:
+                pass
+            self._track(name)
+            return
+        if name in params:
+            if type(value) is Tensor:
+                params[name].value = value  # a new value for the same parameter (same id)
+                return
+            del params[name]
+        object.__setattr__(self, name, value)
+        if type(value) is Tensor or isinstance(value, (Module, list, tuple, dict)):
+            self._track(name)
+
+    def __getattr__(self, name):
+        # only called when ordinary lookup fails: parameters live in _params
+        if name[:1] != "_":
+            p = self._params.get(name)
+            if p is not None:
+                return p.value
+        raise AttributeError("'%s' object has no attribute '%s'" % (type(self).__name__, name))
+
+    def __delattr__(self, name):
+        if name in self._params:
+            del self._params[name]
+        else:
+            object.__delattr__(self, name)
+        if name in self._names:
+            self._names.remove(name)
+
+    def _track(self, name):
+        if name not in self._names:
+            self._names.append(name)
+
+    def register_buffer(self, name, tensor, persistent=True):
+        """Keep ``tensor`` as a buffer; ``persistent=False`` leaves it out of saved records."""
+        if type(tensor) is not Tensor:
+            raise ArgumentTypeError("register_buffer: expected a Tensor for %r, found %s"
+                                    % (name, type(tensor).__name__))
+        setattr(self, name, tensor)
+        if not persistent and name not in self._transient:
+            self._transient.append(name)
+
+    def register_parameter(self, name, param):
+        """``setattr(self, name, param)``; PyTorch's spelling, also accepting ``None``."""
+        setattr(self, name, param)
+
+    def _items(self):
+        """(name, thing) for this module's own params, buffers and child modules, in order."""
+        out = []
+        params = self._params
+        for name in self._names:
+            v = params.get(name)
+            if v is None:
+                v = getattr(self, name, None)
+            t = type(v)
+            if t is Param or t is Tensor or isinstance(v, Module):
+                out.append((name, v))
+            elif t is list or t is tuple:
+                for i, item in enumerate(v):
+                    if type(item) is Param or isinstance(item, Module):
+                        out.append((name + "." + str(i), item))
+            elif t is dict:
+                for k in sorted(v, key=str):
+                    item = v[k]
+                    if type(item) is Param or isinstance(item, Module):
+                        out.append((name + "." + str(k), item))
+        return out
+
+    # -- calling ------------------------------------------------------------------------------------
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("%s.forward is not defined" % type(self).__name__)
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # -- the tree -----------------------------------------------------------------------------------
+    def _walk(self, unique=True):
+        """(dotted name, module) for every module, this one first, depth first (iterative: boards
+        have a shallow stack). ``unique`` lists a module shared under two names once."""
+        out = []
+        seen = set()
+        stack = [("", self)]
+        while stack:
+            name, m = stack.pop()
+            if unique:
+                if id(m) in seen:
+                    continue
+                seen.add(id(m))
+            out.append((name, m))
+            children = [(n, v) for n, v in m._items() if isinstance(v, Module)]
+            for n, v in reversed(children):
+                stack.append((_join(name, n), v))
+        return out
+
+    def named_modules(self):
+        """[(dotted name, module)], this module first with name ""."""
+        return self._walk()
+
+    def modules(self):
+        return [m for _, m in self._walk()]
+
+    def named_children(self):
+        return [(n, v) for n, v in self._items() if isinstance(v, Module)]
+
+    def children(self):
+        return [v for _, v in self.named_children()]
+
+    def named_parameters(self):
+        """[(dotted name, Param)] in PyTorch's order; a parameter shared by two modules once."""
+        out = []
+        seen = set()
+        for prefix, m in self._walk():
+            for n, v in m._items():
+                if type(v) is Param and id(v) not in seen:
+                    seen.add(id(v))
+                    out.append((_join(prefix, n), v))
+        return out
+
+    def parameters(self):
+        return [p for _, p in self.named_parameters()]
+
+    def named_buffers(self):
+        """[(dotted name, Tensor)] for every buffer, saved or not."""
+        out = []
+        for prefix, m in self._walk():
+            for n, v in m._items():
+                if type(v) is Tensor:
+                    out.append((_join(prefix, n), v))
+        return out
+
+    def buffers(self):
+        return [b for _, b in self.named_buffers()]
+
+    def _slots(self):
+        """(name, tensor, setter) for every saved tensor, in ``state_dict`` order."""
+        out = []
+        for prefix, m in self._walk(unique=False):
+            items = m._items()
+            for n, v in items:
+                if type(v) is Param:
+                    out.append((_join(prefix, n), v.value, _param_setter(v)))
+            for n, v in items:
+                if type(v) is Tensor and n not in m._transient:
+                    out.append((_join(prefix, n), v, _buffer_setter(m, n)))
+        return out
+
+    def named_tensors(self):
+        """[(dotted name, Tensor)]: what a record holds (PyTorch's ``state_dict``): parameter
+        values and saved buffers."""
+        return [(n, t) for n, t, _ in self._slots()]
+
+    def state_dict(self):
+        """``named_tensors()`` as a dict (unordered on MicroPython: use named_tensors for order)."""
+        out = {}
+        for n, t in self.named_tensors():
+            out[n] = t
+        return out
+
+    def load_state_dict(self, tensors, strict=True):
+        """Set parameters and buffers from a dict or a list of (name, Tensor); see ``load``."""
+        pairs = list(tensors.items()) if type(tensors) is dict else list(tensors)
+        found = {}
+        for n, t in pairs:
+            found[n] = t
+        report = self._fit([(n, t.shape, t.dtype) for n, t in pairs], "load_state_dict", strict)
+        for name, tensor, set_ in self._slots():
+            t = found.get(name)
+            if t is not None and _fits(tensor, t.shape, t.dtype):
+                set_(t.to(tensor.device).to(tensor.dtype))
+        return report
+
+    def get_submodule(self, target):
+        """The module at a dotted name (``"features.0"``); "" is this module."""
+        for n, m in self._walk(unique=False):
+            if n == target:
+                return m
+        raise ArgumentError("get_submodule: %s has no submodule %r" % (type(self).__name__, target))
+
+    def get_parameter(self, target):
+        """The ``Param`` at a dotted name (``"fc1.weight"``)."""
+        for n, p in self.named_parameters():
+            if n == target:
+                return p
+        raise ArgumentError("get_parameter: %s has no parameter %r" % (type(self).__name__, target))
+
+    def num_params(self):
+        """The number of parameter values (each shared parameter counted once)."""
+        total = 0
+        for p in self.parameters():
+            total += p.value.numel()
+        return total
+
+    # -- visiting and mapping ---------------------------------------------------------------------------
+    def visit(self, fn):
+        """Call ``fn(name, param)`` for every parameter, in order."""
+        for n, p in self.named_parameters():
+            fn(n, p)
+
+    def map(self, fn):
+        """A new module (a ``fork``: same parameter ids) whose parameter values are
+        ``fn(name, param)``, a Tensor for each parameter.
+
+        >>> halved = model.map(lambda name, p: p.value * 0.5)
+        """
+        out = self.fork()
+        for n, p in out.named_parameters():
+            value = fn(n, p)
+            if type(value) is not Tensor:
+                raise ArgumentTypeError("map: fn must return a Tensor for %r, found %s"
+                                        % (n, type(value).__name__))
+            p.value = value
+        return out
+
+    def requires_grad_(self, requires_grad=True):
+        """Set ``requires_grad`` on every parameter; returns self."""
+        for p in self.parameters():
+            p.requires_grad = requires_grad
+        return self
+
+    # -- device, dtype and mode --------------------------------------------------------------------------
+    def to(self, target):
+        """Move every parameter and buffer to a device (``ember.Cpu()``), or cast the float ones
+        to a dtype (``ember.float16``). Changes this module in place (ids kept) and returns it."""
+        from ..backend import Backend
+        if isinstance(target, Backend):
+            move = _to_device(target)
+        else:
+            move = _to_dtype(dtypes.get(target, "Module.to"))
+        for _, m in self._walk():
+            items = m._items()
+            for n, v in items:
+                if type(v) is Param:
+                    v.value = move(v.value)
+                elif type(v) is Tensor:
+                    object.__setattr__(m, n, move(v))
+        return self
+
+    def train(self, mode=True):
+        """Set training mode (dropout active, batch norm on batch statistics) on every module."""
+        for _, m in self._walk():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    # -- copies ------------------------------------------------------------------------------------------
+    def fork(self):
+        """A deep copy that keeps every parameter's id (gradients are keyed by it), for another
+        thread or device. Buffers and parameter values are new Tensor objects; writes to either
+        copy never reach the other."""
+        return _copy_tree(self, keep_ids=True)
+
+    def deepcopy(self):
+        """An independent deep copy with new parameter ids (PyTorch's ``copy.deepcopy``)."""
+        return _copy_tree(self, keep_ids=False)
+
+    def __deepcopy__(self, memo):
+        return self.deepcopy()
+
+    # -- records -------------------------------------------------------------------------------------------
+    def save(self, path, precision=None):
+        """Write the parameters and saved buffers to a safetensors file (``precision``: None keeps
+        each dtype, or "f32", "f16", "bf16"). The header names the module class and, when it
+        was built by a Config, the config JSON."""
+        from .. import record
+        metadata = {"module": type(self).__name__}
+        config = self.__dict__.get("_config")
+        if config is not None:
+            metadata["config"] = config.to_json()
+        record.write(path, self.named_tensors(), metadata=metadata, precision=precision)
+
+    def load(self, path, strict=True):
+        """Load parameters and buffers saved by ``save`` (or any safetensors file with PyTorch's
+        names). Strict: any missing, unexpected or mismatched (shape or dtype kind) name raises a
+        ``RecordError`` listing them all, before anything changes. Not strict: loads what fits
+        and returns a ``LoadReport``. Float tensors are cast to the module's dtypes."""
+        from .. import record
+        with record.open(path) as reader:
+            entries = reader.entries
+            report = self._fit([(e.name, tuple(e.shape), e.dtype) for e in entries], "load %s" % (path,), strict)
+            names = {}
+            for e in entries:
+                names[e.name] = e
+            for name, tensor, set_ in self._slots():
+                e = names.get(name)
+                if e is not None and _fits(tensor, tuple(e.shape), e.dtype):
+                    set_(reader.read(name, device=tensor.device, dtype=tensor.dtype))
+        return report
+
+    def _fit(self, found, op, strict):
+        """Compare (name, shape, dtype) found with this module's tensors: a LoadReport, or a
+        RecordError listing every problem when strict."""
+        have = {}
+        for n, shape, dtype in found:
+            have[n] = (shape, dtype)
+        missing, mismatched, mine = [], [], {}
+        for name, tensor, _ in self._slots():
+            mine[name] = True
+            f = have.get(name)
+            if f is None:
+                missing.append(name)
+            elif not _fits(tensor, f[0], f[1]):
+                mismatched.append((name, _describe(tensor.shape, tensor.dtype), _describe(f[0], f[1])))
+        unexpected = [n for n, _, _ in found if n not in mine]
+        report = LoadReport(missing, unexpected, mismatched)
+        if strict and not report.ok:
+            raise RecordError("%s: does not fit %s: %s" % (op, type(self).__name__, report.describe()))
+        return report
+
+    # -- printing ------------------------------------------------------------------------------------------
+    def extra_repr(self):
+        """The text inside this module's parentheses in ``repr`` (layers override it)."""
+        return ""
+
+    def __repr__(self):
+        lines = []
+        stack = [("", self, 0, False)]
+        while stack:
+            name, m, depth, closing = stack.pop()
+            pad = "  " * depth
+            if closing:
+                lines.append(pad + ")")
+                continue
+            head = pad + ("(%s): " % name if name else "") + type(m).__name__ + "("
+            count = m.num_params()
+            note = "  # %s params" % _thousands(count) if count else ""
+            children = m.named_children()
+            extra = m.extra_repr()
+            if not children:
+                lines.append(head + extra + ")" + note)
+                continue
+            lines.append(head + note)
+            if extra:
+                lines.append(pad + "  " + extra)
+            stack.append(("", m, depth, True))
+            for n, c in reversed(children):
+                stack.append((n, c, depth + 1, False))
+        return "\n".join(lines)
+
+
+def _param_setter(p):
+    def set_(t):
+        p.value = t
+    return set_
+
+
+def _buffer_setter(m, name):
+    def set_(t):
+        object.__setattr__(m, name, t)
+    return set_
+
+
+def _to_device(device):
+    return lambda t: t.to(device)
+
+
+def _to_dtype(dtype):
+    return lambda t: t.to(dtype) if t.dtype.kind == "f" else t
+
+
+def _fits(tensor, shape, dtype):
+    """A stored tensor fits a module tensor when shapes are equal and the dtype kinds agree
+    (any float precision loads into a float tensor)."""
+    if type(dtype) is not dtypes.DType:
+        dtype = dtypes.get(dtype)
+    return tuple(shape) == tensor.shape and dtype.kind == tensor.dtype.kind
+
+
+def _describe(shape, dtype):
+    name = dtype.name if type(dtype) is dtypes.DType else str(dtype)
+    return "%s %s" % (name, tuple(shape))
+
+
+def _thousands(n):
+    s = str(n)
+    groups = []
+    while len(s) > 3:
+        groups.insert(0, s[-3:])
+        s = s[:-3]
+    groups.insert(0, s)
+    return ",".join(groups)
+
+
+def _copy_tree(root, keep_ids):
+    """A copy of every module below ``root`` (sharing preserved), built without recursion."""
+    memo = {}
+    modules = root._walk()
+    for _, m in modules:
+        memo[id(m)] = object.__new__(type(m))
+
+    def copy_value(v):
+        t = type(v)
+        if t is Tensor:
+            return v.clone()
+        if t is Param:
+            p = memo.get(id(v))
+            if p is None:
+                p = Param(v.value.clone(), v.requires_grad, v.id if keep_ids else None)
+                memo[id(v)] = p
+            return p
+        if isinstance(v, Module):
+            return memo.get(id(v), v)  # a module nested deeper than the tree finds stays shared
+        if t is list:
+            return [copy_value(x) for x in v]
+        if t is tuple:
+            return tuple(copy_value(x) for x in v)
+        if t is dict:
+            out = {}
+            for k in v:
+                out[k] = copy_value(v[k])
+            return out
+        return v
+
+    for _, m in modules:
+        new = memo[id(m)]
+        for k, v in m.__dict__.items():
+            object.__setattr__(new, k, copy_value(v))
+    return memo[id(root)]
+
+
+class Sequential(Module):
+    """Modules called in order, each on the previous one's output; children are named "0", "1", ...
+
+    >>> model = Sequential(Linear(784, 128), ReLU(), Linear(128, 10))
+    """
+
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and type(modules[0]) in (list, tuple):
+            modules = modules[0]
+        object.__setattr__(self, "_list", [])
+        for m in modules:
+            self.append(m)
+
+    def append(self, module):
+        if not isinstance(module, Module):
+            raise ArgumentTypeError("%s.append: expected a Module, found %s"
+                                    % (type(self).__name__, type(module).__name__))
+        self._list.append(module)
+        return self
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index, module):
+        if not isinstance(module, Module):
+            raise ArgumentTypeError("%s.insert: expected a Module, found %s"
+                                    % (type(self).__name__, type(module).__name__))
+        self._list.insert(index, module)
+
+    def _items(self):
+        return [(str(i), m) for i, m in enumerate(self._list)] + Module._items(self)
+
+    def __getitem__(self, index):
+        if type(index) is slice:
+            return type(self)(self._list[index])
+        return self._list[index]
+
+    def __setitem__(self, index, module):
+        if not isinstance(module, Module):
+            raise ArgumentTypeError("%s: expected a Module, found %s" % (type(self).__name__, type(module).__name__))
+        self._list[index] = module
+
+    def __len__(self):
+        return len(self._list)
+
+    def __iter__(self):
+        return iter(self._list)
+
+    def forward(self, x):
+        for m in self._list:
+            x = m(x)
+        return x
+
+
+class ModuleList(Sequential):
+    """A list of modules, named "0", "1", ...; it has no forward of its own."""
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleList has no forward: iterate over it")
+
+
+class ModuleDict(Module):
+    """Modules by name, in insertion order (kept on MicroPython too)."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        object.__setattr__(self, "_keys", [])
+        object.__setattr__(self, "_dict", {})
+        if modules is not None:
+            self.update(modules)
+
+    def update(self, modules):
+        pairs = modules.items() if type(modules) is dict else modules
+        if type(modules) is dict:
+            pairs = sorted(pairs)  # a plain dict has no order on MicroPython
+        for k, m in pairs:
+            self[k] = m
+
+    def __setitem__(self, key, module):
+        if type(key) is not str:
+            raise ArgumentTypeError("ModuleDict: keys must be str, found %s" % type(key).__name__)
+        if not isinstance(module, Module):
+            raise ArgumentTypeError("ModuleDict: expected a Module for %r, found %s" % (key, type(module).__name__))
+        if key not in self._dict:
+            self._keys.append(key)
+        self._dict[key] = module
+
+    def __getitem__(self, key):
+        return self._dict[key]
+
+    def __delitem__(self, key):
+        del self._dict[key]
+        self._keys.remove(key)
+
+    def __contains__(self, key):
+        return key in self._dict
+
+    def __len__(self):
+        return len(self._keys)
+
+    def __iter__(self):
+        return iter(list(self._keys))
+
+    def keys(self):
+        return list(self._keys)
+
+    def values(self):
+        return [self._dict[k] for k in self._keys]
+
+    def items(self):
+        return [(k, self._dict[k]) for k in self._keys]
+
+    def _items(self):
+        return self.items() + Module._items(self)
