@@ -559,3 +559,146 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if dropout_p:
         weights = dropout(weights, dropout_p, True, generator)
     return weights @ value
+
+
+# -- losses -------------------------------------------------------------------------------------------
+
+def _reduce_loss(loss, reduction, op, weight_sum=None):
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.sum() / weight_sum if weight_sum is not None else loss.mean()
+    raise ArgumentError("%s: reduction must be 'mean', 'sum' or 'none', found %r" % (op, reduction))
+
+
+def _check_same_shape(a, b, op):
+    if a.shape != b.shape:
+        raise ShapeError("%s: input shape %s and target shape %s differ" % (op, a.shape, b.shape))
+
+
+def _class_weights(target, weight, ignore_index, dtype):
+    """Per target element: 0 where ignored, else its class weight (1 without ``weight``)."""
+    keep = target != ignore_index
+    w = keep.to(dtype)
+    if weight is None:
+        return w
+    safe = target.where(keep, 0)
+    return w * weight.index_select(0, safe.reshape(-1)).reshape(target.shape)
+
+
+@composite
+def nll_loss(log_probs, target, weight=None, ignore_index=-100, reduction="mean"):
+    """Negative log-likelihood of class indices ``target`` (N, ...) under ``log_probs`` (N, C, ...)."""
+    if target.dtype.kind != "i":
+        raise DTypeError("nll_loss: expected int64 class indices, found %s" % target.dtype.name)
+    cdim = 1 if len(log_probs.shape) > 1 else 0
+    c = log_probs.shape[cdim] if log_probs.shape else 0
+    expected = log_probs.shape[:cdim] + log_probs.shape[cdim + 1:]
+    if not log_probs.shape or target.shape != expected:
+        raise ShapeError("nll_loss: expected target of shape %s for input %s, found %s"
+                         % (expected, log_probs.shape, target.shape))
+    safe = target.where(target != ignore_index, 0)
+    if safe.numel() and (safe.min().item() < 0 or safe.max().item() >= c):
+        raise ShapeError("nll_loss: class indices must be in [0, %d) (or ignore_index), found %d..%d"
+                         % (c, safe.min().item(), safe.max().item()))
+    picked = log_probs.gather(cdim, safe.unsqueeze(cdim)).squeeze(cdim)
+    w = _class_weights(target, weight, ignore_index, log_probs.dtype)
+    return _reduce_loss(-picked * w, reduction, "nll_loss", w.sum() if reduction == "mean" else None)
+
+
+@composite
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """Cross entropy of logits (N, C, ...) against class indices (N, ...) or class probabilities
+    (same shape as the input), with PyTorch's ``weight``, ``ignore_index`` and ``label_smoothing``."""
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ArgumentError("cross_entropy: label_smoothing must be in [0, 1], found %r" % (label_smoothing,))
+    cdim = 1 if len(input.shape) > 1 else 0
+    logp = log_softmax(input, cdim)
+    c = input.shape[cdim] if input.shape else 1
+    wlogp = logp if weight is None else logp * weight.reshape((c,) + (1,) * (len(input.shape) - cdim - 1))
+    if target.dtype.kind == "f":  # class probabilities
+        _check_same_shape(input, target, "cross_entropy")
+        if label_smoothing:
+            target = target * (1 - label_smoothing) + label_smoothing / c
+        return _reduce_loss(-(wlogp * target).sum(cdim), reduction, "cross_entropy")
+    nll = nll_loss(logp, target, weight, ignore_index, "none")
+    if label_smoothing:
+        keep = (target != ignore_index).to(input.dtype)
+        smooth = -wlogp.sum(cdim) * keep
+        nll = nll * (1 - label_smoothing) + smooth * (label_smoothing / c)
+    if reduction == "mean":
+        return nll.sum() / _class_weights(target, weight, ignore_index, input.dtype).sum()
+    return _reduce_loss(nll, reduction, "cross_entropy")
+
+
+@composite
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    """-(t·log p + (1-t)·log(1-p)) for probabilities ``input``; logs clamped at -100 like PyTorch."""
+    _check_same_shape(input, target, "binary_cross_entropy")
+    loss = -(target * input.log().clamp(min=-100.0) + (1 - target) * (1 - input).log().clamp(min=-100.0))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce_loss(loss, reduction, "binary_cross_entropy")
+
+
+@composite
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
+    """Binary cross entropy of logits, computed stably: (1-t)·x + (1 + (pw-1)·t)·softplus(-x)."""
+    _check_same_shape(input, target, "binary_cross_entropy_with_logits")
+    sp = (-input).maximum(0) + (-(input.abs())).exp().log1p()  # softplus(-x), stable
+    if pos_weight is not None:
+        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * sp
+    else:
+        loss = (1 - target) * input + sp
+    if weight is not None:
+        loss = loss * weight
+    return _reduce_loss(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+@composite
+def mse_loss(input, target, reduction="mean"):
+    _check_same_shape(input, target, "mse_loss")
+    d = input - target
+    return _reduce_loss(d * d, reduction, "mse_loss")
+
+
+@composite
+def l1_loss(input, target, reduction="mean"):
+    _check_same_shape(input, target, "l1_loss")
+    return _reduce_loss((input - target).abs(), reduction, "l1_loss")
+
+
+@composite
+def huber_loss(input, target, reduction="mean", delta=1.0):
+    """0.5·d² where |d| < delta, else delta·(|d| - 0.5·delta)."""
+    _check_same_shape(input, target, "huber_loss")
+    d = (input - target).abs()
+    loss = (d * d * 0.5).where(d < delta, (d - 0.5 * delta) * delta)
+    return _reduce_loss(loss, reduction, "huber_loss")
+
+
+@composite
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    """0.5·d²/beta where |d| < beta, else |d| - 0.5·beta (beta = 0 is the L1 loss)."""
+    _check_same_shape(input, target, "smooth_l1_loss")
+    d = (input - target).abs()
+    if beta == 0:
+        return _reduce_loss(d, reduction, "smooth_l1_loss")
+    loss = (d * d * (0.5 / beta)).where(d < beta, d - 0.5 * beta)
+    return _reduce_loss(loss, reduction, "smooth_l1_loss")
+
+
+@composite
+def kl_div(input, target, reduction="mean", log_target=False):
+    """KL divergence with ``input`` as log-probabilities: target·(log target - input).
+    ``reduction="batchmean"`` divides the sum by the batch size, as PyTorch recommends."""
+    _check_same_shape(input, target, "kl_div")
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = (target * (target.log() - input)).where(target > 0, 0.0)
+    if reduction == "batchmean":
+        return loss.sum() / (input.shape[0] if input.shape else 1)
+    return _reduce_loss(loss, reduction, "kl_div")
