@@ -15,7 +15,7 @@ def composite(fn):
 
     def dispatch(*args, **kwargs):
         if OVERRIDES:
-            for a in args:
+            for a in args + tuple(kwargs.values()):
                 if type(a) is Tensor:
                     impl = OVERRIDES.get(type(a.device), {}).get(name)
                     if impl is not None:

@@ -1,4 +1,6 @@
 """Creating tensors: from Python data or bytes, constants, ranges and random draws."""
+import math
+
 from . import dtypes, rng
 from .device import resolve
 from .errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
@@ -17,9 +19,9 @@ def tensor(data, dtype=None, device=None, shape=None):
     >>> ember.tensor(b"\\x00\\x00\\x80?", dtype=ember.float32, shape=(1,))
     """
     dev = resolve(device, "tensor")
-    if type(data) is Tensor:
+    if type(data) is Tensor:  # a copy, as torch.tensor(t) makes
         out = data.to(dev)
-        return out.to(dtypes.get(dtype, "tensor")) if dtype is not None else out
+        return (out.to(dtypes.get(dtype, "tensor")) if dtype is not None else out).clone()
     if type(data) in (bytes, bytearray, memoryview):
         return _from_bytes(data, dtype, shape, dev)
     if shape is not None:
@@ -136,11 +138,10 @@ def arange(start, end=None, step=1, dtype=None, device=None):
             raise ArgumentError("arange: expected finite bounds and step, found %r" % (v,))
     if step == 0:
         raise ArgumentError("arange: step must not be 0")
-    n = -((start - end) // step) if type(start) is int and type(end) is int and type(step) is int \
-        else int(-((start - end) // step))
-    n = max(n, 0)
+    all_int = type(start) is int and type(end) is int and type(step) is int
+    # count = ceil((end - start) / step), as numpy and torch compute it
+    n = max(-((start - end) // step) if all_int else math.ceil((end - start) / step), 0)
     if dtype is None:
-        all_int = type(start) is int and type(end) is int and type(step) is int
         dtype = dtypes.default_int if all_int else dtypes.default_float
     dt = dtypes.get(dtype, "arange")
     dev = resolve(device, "arange")

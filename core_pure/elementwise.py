@@ -95,7 +95,7 @@ def unary(op, x):
         return Tensor(dev.unary(op, data), x.shape, dtypes.bool_, dev)
     if dtype.kind != "f":
         if op in _ROUNDING:
-            return x
+            return x.clone()
         if op in _FLOAT_ONLY:
             dtype = dtypes.default_float
         elif dtype.kind == "b":

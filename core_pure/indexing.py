@@ -252,15 +252,19 @@ def setitem(x, index, value):
         positions = _advanced_positions(x, items)
         region = positions.shape
     else:
-        ranges, _ = _basic(x, [i for i in items if i is not None])
-        region = tuple(len(range(*r)) for r in ranges)
+        # the value broadcasts to what x[index] would return (ints drop dims, None adds them)
+        ranges, region = _basic(x, items)
     value = _value_for(x, value, region, "setitem")
     if advanced:
         flat = x.reshape(-1)
         out = _scatter_flat(flat, positions, value, "set")
         x._data = x.device.reshape(out._data, x.shape)
     else:
-        x._data = x.device.slice_assign(x._data, ranges, broadcast_to(value, region))
+        selected = tuple(len(range(*r)) for r in ranges)
+        fitted = broadcast_to(value, region)
+        if selected != region:
+            fitted = x.device.reshape(fitted, selected)
+        x._data = x.device.slice_assign(x._data, ranges, fitted)
 
 
 def _value_for(x, value, region, op):
@@ -274,9 +278,6 @@ def _value_for(x, value, region, op):
         if broadcast_shapes(value.shape, region, op) != region:
             raise ShapeError("%s: value of shape %s does not fit the indexed region %s" % (op, value.shape, region))
         return value
-    if type(value) in (list, tuple):
-        from .creation import tensor
-        return _value_for(x, tensor(value, device=x.device), region, op)
     if dtypes.scalar_kind(value) is None:
         raise ArgumentTypeError("%s: expected a tensor, nested lists or a number, found %s" % (op, type(value).__name__))
     return full((), value, dtype=x.dtype, device=x.device)

@@ -35,7 +35,7 @@ def reshape(x, shape):
     elif known != n:
         raise ShapeError("reshape: shape %s holds %d elements, found %d in shape %s" % (shape, known, n, x.shape))
     if shape == x.shape:
-        return x
+        return x.clone()
     return Tensor(x.device.reshape(x._data, shape), shape, x.dtype, x.device)
 
 
@@ -56,7 +56,7 @@ def transpose(x, dim0, dim1):
     a, b = _dim(dim0, nd, "transpose"), _dim(dim1, nd, "transpose")
     order = list(range(nd))
     order[a], order[b] = order[b], order[a]
-    return permute(x, order) if a != b else x
+    return permute(x, order) if a != b else x.clone()
 
 
 def expand(x, shape):
@@ -78,7 +78,7 @@ def expand(x, shape):
         out.append(n)
     out = tuple(out)
     if out == x.shape:
-        return x
+        return x.clone()
     data = x._data if not lead else x.device.reshape(x._data, src)
     return Tensor(x.device.expand(data, out), out, x.dtype, x.device)
 
@@ -98,7 +98,7 @@ def squeeze(x, dim=None):
         return reshape(x, tuple(s for s in x.shape if s != 1))
     d = _dim(dim, len(x.shape), "squeeze")
     if x.shape[d] != 1:
-        return x
+        return x.clone()
     return reshape(x, x.shape[:d] + x.shape[d + 1:])
 
 
@@ -138,7 +138,7 @@ def cat(tensors, dim=0):
             raise ShapeError("cat: tensor %d has shape %s, expected %s except in dim %d"
                              % (i, t.shape, first.shape, d))
     if len(tensors) == 1:
-        return first
+        return first.clone()
     shape = first.shape[:d] + (sum(t.shape[d] for t in tensors),) + first.shape[d + 1:]
     out = first.device.cat([t._data for t in tensors], d)
     return Tensor(out, shape, dtype, first.device)
@@ -170,7 +170,7 @@ def narrow(x, dim, start, length):
 
 def _slice_dim(x, d, start, stop, step):
     if (start, stop, step) == (0, x.shape[d], 1):
-        return x
+        return x.clone()
     ranges = tuple((start, stop, step) if k == d else (0, n, 1) for k, n in enumerate(x.shape))
     shape = x.shape[:d] + (len(range(start, stop, step)),) + x.shape[d + 1:]
     return Tensor(x.device.slice(x._data, ranges), shape, x.dtype, x.device)
@@ -179,10 +179,12 @@ def _slice_dim(x, d, start, stop, step):
 def flip(x, dims):
     """``x`` reversed along each of ``dims``."""
     from .shapes import dims as _dims
+    out = x.clone()
     for d in _dims(dims, len(x.shape), "flip"):
         n = x.shape[d]
-        x = _slice_dim(x, d, n - 1, -1, -1) if n > 1 else x
-    return x
+        if n > 1:
+            out = _slice_dim(out, d, n - 1, -1, -1)
+    return out
 
 
 def roll(x, shifts, dims=None):
@@ -195,6 +197,7 @@ def roll(x, shifts, dims=None):
     dims = (dims,) if type(dims) is int else tuple(dims)
     if len(shifts) != len(dims):
         raise ShapeError("roll: expected as many shifts as dims, found %d and %d" % (len(shifts), len(dims)))
+    x = x.clone()
     for s, d in zip(shifts, dims):
         d = _dim(d, len(x.shape), "roll")
         n = x.shape[d]

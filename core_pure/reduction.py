@@ -119,7 +119,7 @@ def logsumexp(x, dim=None, keepdim=False):
         x = x.to(dtypes.default_float)
     ds = _dims(dim, len(x.shape), "logsumexp")
     if not x.shape:
-        return x
+        return x.clone()
     m = x
     for d in reversed(ds):
         m = extreme("max", m, d, True).values if m.shape[d] else m

@@ -99,11 +99,16 @@ class Generator:
         if span <= 0:
             from .errors import ArgumentError
             raise ArgumentError("randint: expected low < high, found %d >= %d" % (lo, hi))
-        if span > _M32:
-            v = 0
-            for _ in range(((span.bit_length()) + 31) // 32):
-                v = (v << 32) | self.next_u32()
-            return lo + v % span
+        if span > _M32:  # draw enough 32-bit words, keep the top bits, reject what falls outside
+            bits = span.bit_length()
+            words = (bits + 31) // 32
+            while True:
+                v = 0
+                for _ in range(words):
+                    v = (v << 32) | self.next_u32()
+                v >>= words * 32 - bits
+                if v < span:
+                    return lo + v
         limit = (_M32 + 1) - ((_M32 + 1) % span)
         while True:
             v = self.next_u32()

@@ -6,8 +6,9 @@
     True
 
 A config class declares its fields, in order, as ``FIELDS``: ``(name, default, check)`` triples
-(``REQUIRED`` marks a field without a default). A check is one of the names in ``CHECKS`` or a tuple
-of allowed values; a field whose default is ``None`` also accepts ``None``. Bad values raise
+(``REQUIRED`` marks a field without a default). A check is one of the names in ``CHECKS`` (ending
+in ``?`` to also accept ``None``) or a tuple of allowed values; a field whose default is ``None``
+also accepts ``None``. Bad values raise
 ``ArgumentError`` naming the class and the field.
 """
 import json
@@ -93,6 +94,10 @@ class Config:
                     raise ArgumentError("%s: %s must be one of %s, found %r"
                                         % (cls, name, ", ".join(repr(s) for s in spec), v))
                 continue
+            if spec[-1] == "?":  # None allowed
+                if v is None:
+                    continue
+                spec = spec[:-1]
             test, what = CHECKS[spec]
             if not test(v):
                 raise ArgumentError("%s: %s must be %s, found %r" % (cls, name, what, v))

@@ -10,6 +10,18 @@ _SQRT1_2 = 0.7071067811865476
 _SQRT_2_OVER_PI = 0.7978845608028654
 
 
+def _upcast(x):
+    """float16/bfloat16 composites compute in float32 and round once at the end, as PyTorch does:
+    rounding every intermediate step to 11 or 8 bits would lose most of the result."""
+    if x.dtype is dtypes.float16 or x.dtype is dtypes.bfloat16:
+        return x.to(dtypes.float32), x.dtype
+    return x, None
+
+
+def _down(out, dtype):
+    return out if dtype is None else out.to(dtype)
+
+
 @composite
 def relu(x):
     """max(x, 0), elementwise (nan stays nan)."""
@@ -19,10 +31,11 @@ def relu(x):
 @composite
 def gelu(x, approximate="none"):
     """x · Φ(x): exact with erf, or PyTorch's tanh approximation with ``approximate="tanh"``."""
+    x, dtype = _upcast(x)
     if approximate == "none":
-        return x * ((x * _SQRT1_2).erf() + 1) * 0.5
+        return _down(x * ((x * _SQRT1_2).erf() + 1) * 0.5, dtype)
     if approximate == "tanh":
-        return x * 0.5 * (((x + x * x * x * 0.044715) * _SQRT_2_OVER_PI).tanh() + 1)
+        return _down(x * 0.5 * (((x + x * x * x * 0.044715) * _SQRT_2_OVER_PI).tanh() + 1), dtype)
     raise ArgumentError("gelu: approximate must be 'none' or 'tanh', found %r" % (approximate,))
 
 
@@ -43,8 +56,9 @@ def softmax(x, dim=-1):
     d = _dim(dim, max(len(x.shape), 1), "softmax")
     if not x.shape:
         return x - x + 1
+    x, dtype = _upcast(x)
     e = (x - x.max(d, keepdim=True).values).exp()
-    return e / e.sum(d, keepdim=True)
+    return _down(e / e.sum(d, keepdim=True), dtype)
 
 
 @composite
@@ -54,8 +68,9 @@ def log_softmax(x, dim=-1):
     d = _dim(dim, max(len(x.shape), 1), "log_softmax")
     if not x.shape:
         return x - x
+    x, dtype = _upcast(x)
     shifted = x - x.max(d, keepdim=True).values
-    return shifted - shifted.exp().sum(d, keepdim=True).log()
+    return _down(shifted - shifted.exp().sum(d, keepdim=True).log(), dtype)
 
 
 @composite
@@ -223,14 +238,16 @@ def leaky_relu(x, negative_slope=0.01):
 @composite
 def silu(x):
     """x · sigmoid(x) (also called swish)."""
-    return x * x.sigmoid()
+    x, dtype = _upcast(x)
+    return _down(x * x.sigmoid(), dtype)
 
 
 @composite
 def softplus(x, beta=1.0, threshold=20.0):
     """log(1 + exp(beta·x)) / beta, linear where beta·x > threshold (PyTorch's rule)."""
+    x, dtype = _upcast(x)
     bx = x * beta
-    return x.where(bx > threshold, bx.exp().log1p() / beta)
+    return _down(x.where(bx > threshold, bx.exp().log1p() / beta), dtype)
 
 
 @composite
@@ -240,7 +257,8 @@ def elu(x, alpha=1.0):
 
 @composite
 def mish(x):
-    return x * softplus(x).tanh()
+    x, dtype = _upcast(x)
+    return _down(x * softplus(x).tanh(), dtype)
 
 
 @composite
@@ -298,13 +316,13 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     ns = (normalized_shape,) if type(normalized_shape) is int else tuple(normalized_shape)
     if tuple(x.shape[len(x.shape) - len(ns):]) != ns or len(ns) > len(x.shape):
         raise ShapeError("layer_norm: expected input ending in %s, found shape %s" % (ns, x.shape))
-    x = _floating(x, "layer_norm")
+    x, dtype = _upcast(_floating(x, "layer_norm"))
     out = _normalize(x, tuple(range(len(x.shape) - len(ns), len(x.shape))), eps)
     if weight is not None:
         out = out * weight
     if bias is not None:
         out = out + bias
-    return out
+    return _down(out, dtype)
 
 
 @composite
@@ -313,11 +331,11 @@ def rms_norm(x, normalized_shape, weight=None, eps=None):
     ns = (normalized_shape,) if type(normalized_shape) is int else tuple(normalized_shape)
     if tuple(x.shape[len(x.shape) - len(ns):]) != ns or len(ns) > len(x.shape):
         raise ShapeError("rms_norm: expected input ending in %s, found shape %s" % (ns, x.shape))
-    x = _floating(x, "rms_norm")
+    x, dtype = _upcast(_floating(x, "rms_norm"))
     eps = 1.1920928955078125e-07 if eps is None else eps
     dims = tuple(range(len(x.shape) - len(ns), len(x.shape)))
     out = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
-    return out * weight if weight is not None else out
+    return _down(out * weight if weight is not None else out, dtype)
 
 
 def _channel_view(t, ndim):

@@ -293,7 +293,7 @@ class Module:
         found = {}
         for n, t in pairs:
             found[n] = t
-        report = self._fit([(n, t.shape, t.dtype) for n, t in pairs], "load_state_dict", strict)
+        report = self._fit([(n, t.shape, t.dtype) for n, t in pairs], "Module.load_state_dict", strict)
         for name, tensor, set_ in self._slots():
             t = found.get(name)
             if t is not None and _fits(tensor, t.shape, t.dtype):
@@ -392,13 +392,13 @@ class Module:
     # -- records -------------------------------------------------------------------------------------------
     def save(self, path, precision=None):
         """Write the parameters and saved buffers to a safetensors file (``precision``: None keeps
-        each dtype, or "f32", "f16", "bf16"). The header names the module class and, when it
-        was built by a Config, the config JSON."""
+        each dtype, or "f32", "f16", "bf16"). The metadata names the module class
+        (``ember_module``) and, when a Config built it, holds the config JSON (``ember_config``)."""
         from .. import record
-        metadata = {"module": type(self).__name__}
+        metadata = {"ember_module": type(self).__name__}
         config = self.__dict__.get("_config")
         if config is not None:
-            metadata["config"] = config.to_json()
+            metadata["ember_config"] = config.to_json()
         record.write(path, self.named_tensors(), metadata=metadata, precision=precision)
 
     def load(self, path, strict=True):
@@ -409,7 +409,7 @@ class Module:
         from .. import record
         with record.open(path) as reader:
             entries = reader.entries
-            report = self._fit([(e.name, tuple(e.shape), e.dtype) for e in entries], "load %s" % (path,), strict)
+            report = self._fit([(e.name, e.shape, e.dtype) for e in entries], "Module.load: %s" % (path,), strict)
             names = {}
             for e in entries:
                 names[e.name] = e

@@ -24,13 +24,12 @@ _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r"
 class JsonError(Exception):
     """Why the text is not acceptable JSON, and where (a character index)."""
 
-    def __init__(self, msg, pos=None):
-        Exception.__init__(self, msg)
-        self.msg = msg
-        self.pos = pos
+    # args only: MicroPython's Exception has no __init__ to chain to
 
     def __str__(self):
-        return self.msg if self.pos is None else "%s (at character %d)" % (self.msg, self.pos)
+        msg = self.args[0] if self.args else ""
+        pos = self.args[1] if len(self.args) > 1 else None
+        return msg if pos is None else "%s (at character %d)" % (msg, pos)
 
 
 def _skip(s, i, n):
@@ -204,7 +203,7 @@ def parse(s):
                 i = _skip(s, i, n)
                 if i != n:
                     raise JsonError("extra data after the JSON value", i)
-                return value, None
+                return value, ([] if type(value) is dict else None)  # a dict here is "{}"
             frame = stack[-1]
             if frame[0]:
                 frame[1][frame[2]] = value

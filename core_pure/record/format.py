@@ -187,19 +187,16 @@ def _entry(name, info, path, data_size, op):
                     % (where, _short(offs) if type(offs) is list else _kind(offs)))
     start, end = offs
     if start < 0 or end < start or end > data_size:
-        raise error(op, path, "%s: data_offsets [%d, %d] are outside the %d bytes of data"
-                    % (where, start, end, data_size))
-    size = itemsize(fdt)
-    numel = 0 if 0 in shape else 1
-    if numel:
-        for d in shape:
-            numel *= d
-            if numel * size > data_size:
-                raise error(op, path, "%s: shape %s of %s needs more than the %d bytes of data"
-                            % (where, _short(shape), fdt, data_size))
-    if numel * size != end - start:
-        raise error(op, path, "%s: shape %s of %s needs %d bytes, data_offsets [%d, %d] hold %d"
-                    % (where, _short(shape), fdt, numel * size, start, end, end - start))
+        raise error(op, path, "%s: data_offsets [%d, %d] are outside the %d bytes of data (is the file "
+                    "truncated?)" % (where, start, end, data_size))
+    # exact arithmetic is cheap: at most MAX_DIMS dims of at most _json.MAX_NUMBER digits each
+    numel = itemsize(fdt)
+    for d in shape:
+        numel *= d
+    if numel != end - start:
+        raise error(op, path, "%s: shape %s of %s needs %s bytes, data_offsets [%d, %d] hold %d"
+                    % (where, _short(shape), fdt, numel if numel < 10 ** 30 else "more than 10^30",
+                       start, end, end - start))
     dt = WIDENED[fdt][2] if fdt in WIDENED else TO_EMBER[fdt]
     return Entry(name, dt, shape, start, end, fdt)
 

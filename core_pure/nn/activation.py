@@ -1,0 +1,194 @@
+"""Activations as modules (``ReLU()``, ``GELU(approximate="tanh")``, ...), each a thin layer over
+its ``ember.nn.functional`` op, with PyTorch's names and arguments."""
+from ..errors import ArgumentError
+from . import checks
+from . import functional as F
+from .config import Config
+from .module import Module
+
+
+class _Activation(Module):
+    FN = None  # the functional op, stored as a staticmethod by each subclass
+
+    def forward(self, x):
+        checks.tensor(x, type(self).__name__)
+        return self.FN(x)
+
+
+class ReLU(_Activation):
+    FN = staticmethod(F.relu)
+
+
+class SiLU(_Activation):
+    FN = staticmethod(F.silu)
+
+
+class Sigmoid(_Activation):
+    FN = staticmethod(F.sigmoid)
+
+
+class Tanh(_Activation):
+    FN = staticmethod(F.tanh)
+
+
+class Mish(_Activation):
+    FN = staticmethod(F.mish)
+
+
+class Hardswish(_Activation):
+    FN = staticmethod(F.hardswish)
+
+
+class Hardsigmoid(_Activation):
+    FN = staticmethod(F.hardsigmoid)
+
+
+class GELU(Module):
+    """x · Φ(x); ``approximate="tanh"`` uses the tanh formula."""
+
+    def __init__(self, approximate="none"):
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ArgumentError("GELU: approximate must be 'none' or 'tanh', found %r" % (approximate,))
+        self.approximate = approximate
+
+    def forward(self, x):
+        checks.tensor(x, "GELU")
+        return F.gelu(x, self.approximate)
+
+    def extra_repr(self):
+        return "approximate=%r" % self.approximate if self.approximate != "none" else ""
+
+
+class LeakyReLU(Module):
+    def __init__(self, negative_slope=0.01):
+        super().__init__()
+        self.negative_slope = negative_slope
+
+    def forward(self, x):
+        checks.tensor(x, "LeakyReLU")
+        return F.leaky_relu(x, self.negative_slope)
+
+    def extra_repr(self):
+        return "negative_slope=%r" % (self.negative_slope,)
+
+
+class ELU(Module):
+    def __init__(self, alpha=1.0):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x):
+        checks.tensor(x, "ELU")
+        return F.elu(x, self.alpha)
+
+    def extra_repr(self):
+        return "alpha=%r" % (self.alpha,)
+
+
+class Softplus(Module):
+    """log(1 + exp(beta·x)) / beta, linear where beta·x > threshold."""
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta = beta
+        self.threshold = threshold
+
+    def forward(self, x):
+        checks.tensor(x, "Softplus")
+        return F.softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return "beta=%r, threshold=%r" % (self.beta, self.threshold)
+
+
+class Softmax(Module):
+    """Softmax along ``dim`` (the last dim by default)."""
+
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        checks.tensor(x, "Softmax")
+        return F.softmax(x, self.dim)
+
+    def extra_repr(self):
+        return "dim=%d" % self.dim
+
+
+class LogSoftmax(Softmax):
+    """log(softmax(x)) along ``dim``, computed stably."""
+
+    def forward(self, x):
+        checks.tensor(x, "LogSoftmax")
+        return F.log_softmax(x, self.dim)
+
+
+_BY_NAME = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu, "sigmoid": F.sigmoid, "tanh": F.tanh}
+
+
+def get(name):
+    """The functional activation for a name used by configs ("relu", "gelu", "silu", ...)."""
+    fn = _BY_NAME.get(name)
+    if fn is None:
+        raise ArgumentError("activation: expected one of %s, found %r" % (", ".join(sorted(_BY_NAME)), name))
+    return fn
+
+
+class ReLUConfig(Config):
+    MODULE = ReLU
+
+
+class SiLUConfig(Config):
+    MODULE = SiLU
+
+
+class SigmoidConfig(Config):
+    MODULE = Sigmoid
+
+
+class TanhConfig(Config):
+    MODULE = Tanh
+
+
+class MishConfig(Config):
+    MODULE = Mish
+
+
+class HardswishConfig(Config):
+    MODULE = Hardswish
+
+
+class HardsigmoidConfig(Config):
+    MODULE = Hardsigmoid
+
+
+class GELUConfig(Config):
+    FIELDS = (("approximate", "none", ("none", "tanh")),)
+    MODULE = GELU
+
+
+class LeakyReLUConfig(Config):
+    FIELDS = (("negative_slope", 0.01, "float"),)
+    MODULE = LeakyReLU
+
+
+class ELUConfig(Config):
+    FIELDS = (("alpha", 1.0, "float"),)
+    MODULE = ELU
+
+
+class SoftplusConfig(Config):
+    FIELDS = (("beta", 1.0, "float>0"), ("threshold", 20.0, "float"))
+    MODULE = Softplus
+
+
+class SoftmaxConfig(Config):
+    FIELDS = (("dim", -1, "int"),)
+    MODULE = Softmax
+
+
+class LogSoftmaxConfig(Config):
+    FIELDS = (("dim", -1, "int"),)
+    MODULE = LogSoftmax

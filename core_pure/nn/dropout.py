@@ -1,0 +1,32 @@
+"""Dropout: zeroes elements with probability ``p`` while training, scaling the rest by 1/(1-p)."""
+from ..errors import ArgumentError
+from . import checks
+from . import functional as F
+from .config import Config
+from .module import Module
+
+
+class Dropout(Module):
+    """Identity in eval mode; in training mode each element is zeroed with probability ``p``
+    (drawn from ``generator``, ember's default when None)."""
+
+    def __init__(self, p=0.5, generator=None):
+        super().__init__()
+        if not (type(p) in (int, float) and 0 <= p <= 1):
+            raise ArgumentError("Dropout: p must be a probability in [0, 1], found %r" % (p,))
+        self.p = p
+        self.generator = generator
+
+    def forward(self, x):
+        checks.tensor(x, "Dropout")
+        return F.dropout(x, self.p, self.training, self.generator)
+
+    def extra_repr(self):
+        return "p=%r" % (self.p,)
+
+
+class DropoutConfig(Config):
+    FIELDS = (("p", 0.5, "prob"),)
+
+    def build(self, device, generator):
+        return Dropout(self.p, generator)

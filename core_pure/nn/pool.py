@@ -1,0 +1,129 @@
+"""Pooling layers: MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool2d (PyTorch's arguments; inputs
+(N, C, *spatial) or, unbatched, (C, *spatial))."""
+from . import checks
+from . import functional as F
+from .config import REQUIRED, Config
+from .module import Module
+
+
+class _Pool(Module):
+    N = 0
+    NAME = ""
+
+    def forward(self, x):
+        layout = "(N, C, L) or (C, L)" if self.N == 1 else "(N, C, H, W) or (C, H, W)"
+        checks.ndim(x, self.NAME, (self.N + 1, self.N + 2), layout)
+        if len(x.shape) == self.N + 2:
+            return self._pool(x)
+        return self._pool(x.unsqueeze(0)).squeeze(0)
+
+
+class _MaxPool(_Pool):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = kernel_size if stride is None else stride
+        self.padding = padding
+        self.dilation = dilation
+
+    def extra_repr(self):
+        return "kernel_size=%r, stride=%r, padding=%r, dilation=%r" % (self.kernel_size, self.stride, self.padding,
+                                                                      self.dilation)
+
+
+class MaxPool1d(_MaxPool):
+    """Max over windows of (N, C, L); ``stride`` defaults to ``kernel_size``."""
+
+    N = 1
+    NAME = "MaxPool1d"
+
+    def _pool(self, x):
+        return F.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation)
+
+
+class MaxPool2d(_MaxPool):
+    """Max over windows of (N, C, H, W); ``stride`` defaults to ``kernel_size``."""
+
+    N = 2
+    NAME = "MaxPool2d"
+
+    def _pool(self, x):
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation)
+
+
+class _AvgPool(_Pool):
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = kernel_size if stride is None else stride
+        self.padding = padding
+
+    def extra_repr(self):
+        return "kernel_size=%r, stride=%r, padding=%r" % (self.kernel_size, self.stride, self.padding)
+
+
+class AvgPool1d(_AvgPool):
+    """Mean over windows of (N, C, L); zero padding counts in the mean (PyTorch's default)."""
+
+    N = 1
+    NAME = "AvgPool1d"
+
+    def _pool(self, x):
+        return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding)
+
+
+class AvgPool2d(_AvgPool):
+    """Mean over windows of (N, C, H, W); zero padding counts in the mean (PyTorch's default)."""
+
+    N = 2
+    NAME = "AvgPool2d"
+
+    def _pool(self, x):
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+
+class AdaptiveAvgPool2d(_Pool):
+    """Average pooling of (N, C, H, W) to a fixed ``output_size`` (an int or (h, w))."""
+
+    N = 2
+    NAME = "AdaptiveAvgPool2d"
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def _pool(self, x):
+        return F.adaptive_avg_pool2d(x, self.output_size)
+
+    def extra_repr(self):
+        return "output_size=%r" % (self.output_size,)
+
+
+_MAX_FIELDS = (("kernel_size", REQUIRED, "size"), ("stride", None, "size"), ("padding", 0, "size>=0"),
+               ("dilation", 1, "size"))
+_AVG_FIELDS = (("kernel_size", REQUIRED, "size"), ("stride", None, "size"), ("padding", 0, "size>=0"))
+
+
+class MaxPool1dConfig(Config):
+    FIELDS = _MAX_FIELDS
+    MODULE = MaxPool1d
+
+
+class MaxPool2dConfig(Config):
+    FIELDS = _MAX_FIELDS
+    MODULE = MaxPool2d
+
+
+class AvgPool1dConfig(Config):
+    FIELDS = _AVG_FIELDS
+    MODULE = AvgPool1d
+
+
+class AvgPool2dConfig(Config):
+    FIELDS = _AVG_FIELDS
+    MODULE = AvgPool2d
+
+
+class AdaptiveAvgPool2dConfig(Config):
+    FIELDS = (("output_size", REQUIRED, "size"),)
+    MODULE = AdaptiveAvgPool2d
