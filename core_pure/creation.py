@@ -32,13 +32,27 @@ def tensor(data, dtype=None, device=None, shape=None):
         flat, shp = _flatten(data)
     elif _is_array(data):
         flat, shp = list(data), (len(data),)
-        if dtype is None and hasattr(data, "typecode"):
-            dtype = _ARRAY_CODES.get(data.typecode)
+        if dtype is None:
+            dtype = _array_dtype(data, flat)
     else:
         raise ArgumentTypeError("tensor: expected nested lists, a scalar, an array.array, bytes or a tensor; "
                                 "found %s" % type(data).__name__)
     dt = dtypes.get(dtype, "tensor") if dtype is not None else _infer(flat)
     return Tensor(dev.from_list(flat, shp, dt), shp, dt, dev)
+
+
+def _array_dtype(data, flat):
+    if hasattr(data, "typecode"):
+        return _ARRAY_CODES.get(data.typecode)
+    # MicroPython's array has no typecode: its item size and element type tell the same
+    if not flat:
+        return None
+    size = len(bytes(data)) // len(flat)
+    if type(flat[0]) is float:
+        return "float64" if size == 8 else "float32"
+    if size == 1 and max(flat) < 128:
+        return "int8"  # 'b', or a 'B' whose values fit
+    return "int64" if size == 8 else "int32"
 
 
 def _is_array(data):

@@ -36,7 +36,7 @@ class DType:
         return "ember." + self.name
 
 
-bool_ = DType("bool", "b", 8, 0, "?")
+bool_ = DType("bool", "b", 8, 0, "B")  # "B": MicroPython's struct has no "?"
 int8 = DType("int8", "i", 8, 1, "b")
 int32 = DType("int32", "i", 32, 3, "i")
 int64 = DType("int64", "i", 64, 4, "q")

@@ -10,6 +10,14 @@ from .shapes import broadcast_shapes, dim as _dim, numel
 from .tensor import Tensor
 
 
+class _Slicer:
+    def __getitem__(self, index):
+        return index
+
+
+_ALL = _Slicer()[:]  # the slice ``:``; MicroPython cannot call slice() directly
+
+
 def _slice_indices(s, n):
     # MicroPython's slice may lack .indices(); the same clamping rules for a positive step
     step = 1 if s.step is None else s.step
@@ -48,7 +56,7 @@ def _expand_ellipsis(x, index):
     out = []
     for item in index:
         if item is Ellipsis:
-            out.extend([slice(None)] * (len(x.shape) - consumed))
+            out.extend([_ALL] * (len(x.shape) - consumed))
         else:
             out.append(item)
     return out
@@ -166,9 +174,9 @@ def _advanced_host(host, items):
     for k, item in enumerate(items):
         if item is None:  # a new size-1 dim, then indexed by a full slice
             x = x.unsqueeze(k)
-    items = [slice(None) if i is None else i for i in items]
-    items += [slice(None)] * (len(x.shape) - len(items))
-    ranges, shape = _basic(x, [i if type(i) is slice else slice(None) for i in items])
+    items = [_ALL if i is None else i for i in items]
+    items += [_ALL] * (len(x.shape) - len(items))
+    ranges, shape = _basic(x, [i if type(i) is slice else _ALL for i in items])
     x = _apply_basic(x, ranges, shape)
     adv = [k for k, i in enumerate(items) if type(i) is not slice]
     parts = [_as_int_lists(items[k], x.shape[k], k) for k in adv]

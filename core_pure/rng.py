@@ -100,7 +100,7 @@ class Generator:
             from .errors import ArgumentError
             raise ArgumentError("randint: expected low < high, found %d >= %d" % (lo, hi))
         if span > _M32:  # draw enough 32-bit words, keep the top bits, reject what falls outside
-            bits = span.bit_length()
+            bits = len(bin(span)) - 2  # int.bit_length is missing on MicroPython
             words = (bits + 31) // 32
             while True:
                 v = 0

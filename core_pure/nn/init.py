@@ -5,6 +5,9 @@ Each returns a new Tensor of ``shape`` (ember's values are never changed in plac
 and MicroPython.
 
 >>> w = init.kaiming_uniform((128, 784), a=math.sqrt(5))   # nn.Linear's default weight
+
+``with init.skip():`` builds layers with zero parameters and draws nothing: the fast way to make a
+model whose weights ``load`` will replace (on a board, drawing them costs seconds).
 """
 import math
 
@@ -12,6 +15,26 @@ from ..creation import full, random
 from ..distributions import Normal, Uniform
 from ..errors import ArgumentError
 from ..shapes import numel, size_args
+
+
+_skipping = [0]
+
+
+class skip:
+    """Inside ``with init.skip():`` every random initializer returns zeros (no draw, no time).
+
+    >>> with init.skip():
+    ...     model = LeNet()
+    >>> model.load("lenet.safetensors")
+    """
+
+    def __enter__(self):
+        _skipping[0] += 1
+        return self
+
+    def __exit__(self, *exc):
+        _skipping[0] -= 1
+        return False
 
 
 def calculate_gain(nonlinearity, param=None):
@@ -63,12 +86,16 @@ def constant(shape, value, device=None, dtype=None):
 
 def uniform(shape, low=0.0, high=1.0, generator=None, device=None, dtype=None):
     """Uniform on [low, high)."""
+    if _skipping[0]:
+        return constant(shape, 0.0, device, dtype)
     if low == high:
         return constant(shape, low, device, dtype)
     return random(shape, Uniform(low, high), generator, dtype, device)
 
 
 def normal(shape, mean=0.0, std=1.0, generator=None, device=None, dtype=None):
+    if _skipping[0]:
+        return constant(shape, 0.0, device, dtype)
     return random(shape, Normal(mean, std), generator, dtype, device)
 
 
@@ -110,6 +137,8 @@ def orthogonal(shape, gain=1.0, generator=None, device=None, dtype=None):
     shape = size_args((shape,), "orthogonal")
     if len(shape) < 2:
         raise ArgumentError("orthogonal: need a weight of 2 or more dims, found shape %s" % (shape,))
+    if _skipping[0]:
+        return constant(shape, 0.0, device, dtype)
     rows = shape[0]
     cols = numel(shape) // rows if rows else 0
     g = generator or rng.default_generator

@@ -116,7 +116,10 @@ class Module:
     attributes in ``__init__``, write ``forward``; calling the module calls ``forward``."""
 
     def __init__(self):
-        _init_state(self)
+        try:
+            self._names
+        except AttributeError:  # (already there when a subclass assigned attributes first)
+            _init_state(self)
 
     # -- attributes ------------------------------------------------------------------------------
     def __setattr__(self, name, value):

@@ -33,16 +33,29 @@ class _BatchNorm(Module):
     def forward(self, x):
         checks.ndim(x, self.NAME, self.NDIMS, self.LAYOUT)
         checks.size_at(x, self.NAME, 1, self.num_features, "num_features")
-        momentum = self.momentum
+        weight = self.weight if self.affine else None
+        bias = self.bias if self.affine else None
+        if not self.training and self.track_running_stats:
+            return F.batch_norm(x, self.running_mean, self.running_var, weight, bias, False, 0.0, self.eps)
+        out = F.batch_norm(x, None, None, weight, bias, True, 0.0, self.eps)
         if self.training and self.track_running_stats:
-            self.num_batches_tracked = self.num_batches_tracked + 1
-            if momentum is None:  # a cumulative average, as in PyTorch
-                momentum = 1.0 / self.num_batches_tracked.item()
-        batch_stats = self.training or not self.track_running_stats
-        mean = self.running_mean if self.track_running_stats else None
-        var = self.running_var if self.track_running_stats else None
-        return F.batch_norm(x, mean, var, self.weight if self.affine else None, self.bias if self.affine else None,
-                            batch_stats, momentum if momentum is not None else 0.0, self.eps)
+            self._update_running_stats(x)
+        return out
+
+    def _update_running_stats(self, x):
+        # new buffer values by assignment (PyTorch updates them in place): a fork's update never
+        # reaches the module it was forked from
+        self.num_batches_tracked = self.num_batches_tracked + 1
+        momentum = self.momentum
+        if momentum is None:  # a cumulative average, as in PyTorch
+            momentum = 1.0 / self.num_batches_tracked.item()
+        x = x if x.dtype.kind == "f" else x.float()
+        dims = (0,) + tuple(range(2, len(x.shape)))
+        count = x.numel() // self.num_features
+        mean = x.mean(dims)
+        var = x.var(dims, unbiased=False) * (count / (count - 1))  # the running variance is unbiased
+        self.running_mean = self.running_mean * (1 - momentum) + mean * momentum
+        self.running_var = self.running_var * (1 - momentum) + var * momentum
 
     def extra_repr(self):
         return "%d, eps=%r, momentum=%r, affine=%s, track_running_stats=%s" % (

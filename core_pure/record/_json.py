@@ -38,7 +38,7 @@ def _skip(s, i, n):
     return i
 
 
-def _check_raw(s, piece, start):
+def _check_raw(piece, start):
     # JSON strings may not hold raw control characters; min() scans at C speed
     if piece and min(piece) < " ":
         k = 0
@@ -54,7 +54,7 @@ def _string(s, i, n):
         raise JsonError("unterminated string", i)
     piece = s[i + 1:j]
     if "\\" not in piece:
-        _check_raw(s, piece, i + 1)
+        _check_raw(piece, i + 1)
         return piece, j + 1
     out = []
     k = i + 1
@@ -65,11 +65,11 @@ def _string(s, i, n):
             raise JsonError("unterminated string", i)
         if b < 0 or q < b:
             piece = s[k:q]
-            _check_raw(s, piece, k)
+            _check_raw(piece, k)
             out.append(piece)
             return "".join(out), q + 1
         piece = s[k:b]
-        _check_raw(s, piece, k)
+        _check_raw(piece, k)
         out.append(piece)
         if b + 1 >= n:
             raise JsonError("unterminated string", i)

@@ -180,6 +180,8 @@ def ipow(bits):
     m = 1 << bits
 
     def f(a, b):
+        if b == 0:
+            return 1  # MicroPython's pow(0, 0, m) gives 0
         if b < 0:
             if a == 1:
                 return 1
