@@ -72,7 +72,7 @@ class Backend:
         from .composite import COMPOSITES, OVERRIDES
         from .errors import ArgumentError
 
-        if name not in COMPOSITES:
+        if type(name) is not str or name not in COMPOSITES:
             raise ArgumentError("override: expected one of the composite ops %s, found %r"
                                 % (sorted(COMPOSITES), name))
         table = OVERRIDES.setdefault(cls, {})

@@ -14,6 +14,10 @@ def composite(fn):
     from .tensor import Tensor
 
     def dispatch(*args, **kwargs):
+        if args and type(args[0]) is not Tensor:
+            from .errors import ArgumentTypeError
+            raise ArgumentTypeError("%s: expected a tensor as the first argument, found %s"
+                                    % (name, type(args[0]).__name__))
         if OVERRIDES:
             for a in args + tuple(kwargs.values()):
                 if type(a) is Tensor:

@@ -286,6 +286,13 @@ def _value_for(x, value, region, op):
         if broadcast_shapes(value.shape, region, op) != region:
             raise ShapeError("%s: value of shape %s does not fit the indexed region %s" % (op, value.shape, region))
         return value
+    if type(value) in (list, tuple):  # nested lists, as numpy accepts them
+        from .creation import tensor
+        try:
+            value = tensor(value, device=x.device)
+        except (ArgumentTypeError, ShapeError) as e:
+            raise type(e)("%s: the value is not a tensor's worth of numbers (%s)" % (op, e))
+        return _value_for(x, value, region, op)
     if dtypes.scalar_kind(value) is None:
         raise ArgumentTypeError("%s: expected a tensor, nested lists or a number, found %s" % (op, type(value).__name__))
     return full((), value, dtype=x.dtype, device=x.device)

@@ -95,6 +95,10 @@ class Generator:
 
     def randint(self, lo, hi):
         """An int in [lo, hi), unbiased (rejection sampling)."""
+        if type(lo) is not int or type(hi) is not int:
+            from .errors import ArgumentTypeError
+            raise ArgumentTypeError("randint: expected int bounds, found %s and %s"
+                                    % (type(lo).__name__, type(hi).__name__))
         span = hi - lo
         if span <= 0:
             from .errors import ArgumentError

@@ -76,6 +76,9 @@ def log_softmax(x, dim=-1):
 @composite
 def linear(x, weight, bias=None):
     """x @ weightᵀ + bias, with PyTorch's layout: ``weight`` is [out_features, in_features]."""
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and type(t) is not Tensor:
+            raise ArgumentTypeError("linear: expected a tensor %s, found %s" % (name, type(t).__name__))
     out = x @ weight.transpose(0, 1) if len(weight.shape) == 2 else x @ weight
     return out + bias if bias is not None else out
 
