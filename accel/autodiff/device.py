@@ -30,6 +30,15 @@ class AdArray:
         self.node = node
 
 
+class _Const:
+    """An input that records no gradient (its array must be kept to recompute the op)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
 def _value(a):
     return a.value if type(a) is AdArray else a
 
@@ -49,15 +58,18 @@ class Autodiff(Backend):
 
     name = "Autodiff"
 
-    def __init__(self, inner):
+    def __init__(self, inner, checkpointing=False):
         if not isinstance(inner, Backend):
             raise ArgumentTypeError("Autodiff: expected a device such as ember.Cpu(), found %r" % (inner,))
         if isinstance(inner, Autodiff):
             raise ArgumentError("Autodiff: %r already records gradients" % (inner,))
         self.inner = inner
+        # gradient checkpointing (F16): elementwise (memory-bound) results are not kept for backward;
+        # they are recomputed there from the nearest kept (compute-bound) result
+        self.checkpointing = bool(checkpointing)
 
     def key(self):
-        return ("Autodiff",) + self.inner.key()
+        return ("Autodiff",) + self.inner.key()  # checkpointing changes memory, not values
 
     def __repr__(self):
         return "Autodiff(%r)" % (self.inner,)
@@ -76,7 +88,40 @@ class Autodiff(Backend):
         for p in parents:
             if p is not None:
                 out.node = Node(parents, make_rule(out), shape, dtype)
+                if self.checkpointing:
+                    out.node.kept = value  # a recompute source for the elementwise ops after it
                 break
+        return out
+
+    def _elementwise(self, value, shape, dtype, inputs, rule, recompute):
+        """Record an elementwise op. ``rule(ins, out)`` builds its backward from AdArrays;
+        ``recompute(values)`` redoes the op from its inputs' inner values."""
+        if not self.checkpointing:
+            return self._record(value, shape, dtype, inputs, lambda out: rule(inputs, out))
+        out = AdArray(value, shape, dtype)
+        if not grad_mode.enabled or dtype.kind != "f":
+            return out
+        parents = tuple(a.node if type(a) is AdArray else None for a in inputs)
+        if all(p is None for p in parents):
+            return out
+        # keep nodes (which can recompute) and constants, never the inputs' arrays themselves
+        sources = tuple(a.node if type(a) is AdArray and a.node is not None else
+                        (_Const(a.value) if type(a) is AdArray else a) for a in inputs)
+        shapes = tuple((a.shape, a.dtype) if type(a) is AdArray else None for a in inputs)
+
+        def materialize():
+            vals = [s.output() if type(s) is Node else (s.value if type(s) is _Const else s) for s in sources]
+            ins = tuple(AdArray(v, sd[0], sd[1]) if sd is not None else v for v, sd in zip(vals, shapes))
+            return ins, vals
+
+        def backward(g):
+            ins, vals = materialize()
+            return rule(ins, AdArray(recompute(vals), shape, dtype))(g)
+
+        def output():
+            return recompute(materialize()[1])
+        out.node = Node(parents, backward, shape, dtype)
+        out.node.recompute = output
         return out
 
     def wrap(self, value, shape, dtype):
@@ -86,7 +131,9 @@ class Autodiff(Backend):
     def require_grad(self, a, id=None):
         if a.dtype.kind != "f":
             raise DTypeError("requires_grad: only float tensors can require grad, found %s" % a.dtype.name)
-        return AdArray(a.value, a.shape, a.dtype, Node((), None, a.shape, a.dtype, id))
+        node = Node((), None, a.shape, a.dtype, id)
+        node.kept = a.value
+        return AdArray(a.value, a.shape, a.dtype, node)
 
     def detach(self, a):
         return AdArray(a.value, a.shape, a.dtype)
@@ -156,30 +203,35 @@ class Autodiff(Backend):
     # -- elementwise ---------------------------------------------------------------------------------
     def unary(self, op, a):
         dtype = dtypes.bool_ if op in _BOOL_UNARY else a.dtype
-        return self._record(self.inner.unary(op, a.value), a.shape, dtype, (a,),
-                            lambda out: rules.unary_rule(op, self._t(a), self._t(out)))
+        inner = self.inner
+        return self._elementwise(inner.unary(op, a.value), a.shape, dtype, (a,),
+                                 lambda ins, out: rules.unary_rule(op, self._t(ins[0]), self._t(out)),
+                                 lambda vals: inner.unary(op, vals[0]))
 
     def binary(self, op, a, b):
         arr = a if type(a) is AdArray else b
         dtype = dtypes.bool_ if op in _COMPARE else arr.dtype
-        value = self.inner.binary(op, _value(a), _value(b))
+        inner = self.inner
 
-        def rule(out):
-            ta = self._t(a) if type(a) is AdArray else a
-            tb = self._t(b) if type(b) is AdArray else b
+        def rule(ins, out):
+            ta, tb = (self._t(x) if type(x) is AdArray else x for x in ins)
             return rules.binary_rule(op, ta, tb, self._t(out))
-        return self._record(value, arr.shape, dtype, (a, b), rule)
+        return self._elementwise(inner.binary(op, _value(a), _value(b)), arr.shape, dtype, (a, b), rule,
+                                 lambda vals: inner.binary(op, vals[0], vals[1]))
 
     def where(self, cond, a, b):
-        value = self.inner.where(cond.value, a.value, b.value)
-        return self._record(value, a.shape, a.dtype, (cond, a, b),
-                            lambda out: rules.where_rule(self._t(cond), self._t(a), self._t(b)))
+        inner = self.inner
+        return self._elementwise(inner.where(cond.value, a.value, b.value), a.shape, a.dtype, (cond, a, b),
+                                 lambda ins, out: rules.where_rule(*[self._t(x) for x in ins]),
+                                 lambda vals: inner.where(*vals))
 
     def cast(self, a, dtype):
         if dtype is a.dtype:
             return a
-        return self._record(self.inner.cast(a.value, dtype), a.shape, dtype, (a,),
-                            lambda out: rules.cast_rule(self._t(a)))
+        inner = self.inner
+        return self._elementwise(inner.cast(a.value, dtype), a.shape, dtype, (a,),
+                                 lambda ins, out: rules.cast_rule(self._t(ins[0])),
+                                 lambda vals: inner.cast(vals[0], dtype))
 
     # -- reductions, scans, sorting ------------------------------------------------------------------
     def reduce(self, op, a, dim):

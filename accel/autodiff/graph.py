@@ -23,7 +23,7 @@ class Node:
     gradient in ``Gradients`` (a module's parameter keeps its id across forks and devices).
     """
 
-    __slots__ = ("id", "parents", "backward", "shape", "dtype")
+    __slots__ = ("id", "parents", "backward", "shape", "dtype", "kept", "recompute")
 
     def __init__(self, parents, backward, shape, dtype, id=None):
         self.id = new_id() if id is None else id
@@ -31,6 +31,14 @@ class Node:
         self.backward = backward
         self.shape = shape
         self.dtype = dtype
+        self.kept = None  # with checkpointing: this node's output, when it is worth keeping
+        self.recompute = None  # with checkpointing: redoes this (elementwise) node's op
+
+    def output(self):
+        """This node's forward value (checkpointing): the kept one, or recomputed from parents."""
+        if self.kept is not None:
+            return self.kept
+        return self.recompute()
 
     @property
     def is_leaf(self):
@@ -104,6 +112,7 @@ def run_backward(root, seed, release=True):
             if not node.is_leaf:
                 node.parents = ()
                 node.backward = _released
+                node.kept = node.recompute = None
     return leaves
 
 

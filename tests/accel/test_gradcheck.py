@@ -191,9 +191,10 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=[k.name for k in CASES])
+@pytest.mark.parametrize("checkpointing", [False, True], ids=["kept", "checkpointed"])
 @pytest.mark.parametrize("inner", [d for _, d in _inner_devices()], ids=[n for n, _ in _inner_devices()])
-def test_gradient_matches_finite_differences(inner, case):
-    dev = Autodiff(inner)
+def test_gradient_matches_finite_differences(inner, checkpointing, case):
+    dev = Autodiff(inner, checkpointing=checkpointing)
     inputs = _inputs(case, dev)
     leaves = [t if i in case.ints else t.requires_grad_() for i, t in enumerate(inputs)]
     grads = _loss(case, leaves, dev).backward()
