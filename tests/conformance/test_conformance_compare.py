@@ -55,10 +55,13 @@ def compare_cases():
             label = "%s+%s" % (kit.shape_name(sa), kit.shape_name(sb))
             specs.append(compare("%s.f32.%s" % (op, label), op, small(sa, "f32"), small(sb, "f32"), "auto"))
         specs.append(compare_scalar("%s.i32.tensor_int" % op, op, small((5,), "i32"), 1, True))
-        specs.append(compare_scalar("%s.i32.int_tensor" % op, op, small((5,), "i32"), 1, False))
         specs.append(compare_scalar("%s.i32.tensor_float" % op, op, small((5,), "i32"), 0.5, True))
-        specs.append(compare_scalar("%s.f32.float_tensor" % op, op, small((5,), "f32"), 0.5, False))
         specs.append(compare_scalar("%s.f32.tensor_nan" % op, op, small((5,), "f32"), NAN, True))
+        if op in ("eq", "ne") or not kit.MICROPYTHON:
+            # MicroPython never tries the reflected comparison: there `1 < t` is a TypeError from
+            # int.__lt__ that no Tensor method can answer (== and != do fall back to Tensor.__eq__)
+            specs.append(compare_scalar("%s.i32.int_tensor" % op, op, small((5,), "i32"), 1, False))
+            specs.append(compare_scalar("%s.f32.float_tensor" % op, op, small((5,), "f32"), 0.5, False))
     big = [2 ** 62, 2 ** 62 + 1, -2 ** 63, 2 ** 63 - 1]
     for op in ("eq", "lt"):
         specs.append(compare("%s.i64.big" % op, op, V(big, "i64"), V([2 ** 62 + 1, 2 ** 62 + 1, -2 ** 63, -1], "i64")))
@@ -98,7 +101,8 @@ def where_cases():
     specs.append(where_case("where.f32.0d", Nth(1), Nth(2), [B(()), F(()), F(())], "f32"))
     specs.append(where_case("where.f32.0x3", Nth(1), Nth(2), [B((0, 3)), F((0, 3)), F((1, 3))], "f32", "auto"))
     specs.append(where_case("where.f32.specials", Nth(1), Nth(2),
-                            [V([True, False, True, False], "b"), V([NAN, NAN, INF, -0.0]), V([1.0, -INF, NAN, 0.0])], "f32"))
+                            [V([True, False, True, False], "b"), V([NAN, NAN, INF, -0.0]),
+                             V([1.0, -INF, NAN, 0.0])], "f32"))
     specs.append(where_case("where.f32.tensor_float", Nth(1), 0.5, [B((2, 3)), F((2, 3))], "f32"))
     specs.append(where_case("where.f32.float_tensor", -1.5, Nth(1), [B((2, 3)), F((2, 3))], "f32"))
     specs.append(where_case("where.i64.int_int", 1, 2, [B((2, 3))], "i64"))
@@ -107,8 +111,10 @@ def where_cases():
     specs.append(where_case("where.f32.i32_float", Nth(1), 2.5, [B((2, 3)), I((2, 3), "i32")], "f32"))
     specs.append(where_case("where.f16.f16_int", Nth(1), 1, [B((2, 3)), F((2, 3), "f16")], "f16"))
     specs.append(where_case("where.i8.i8_bigint", Nth(1), 1000, [B((2, 3)), I((2, 3), "i8")], "i8"))
-    specs.append(where_case("where.i64.i32+i64", Nth(1), Nth(2), [B((2, 3)), I((2, 3), "i32"), I((2, 3), "i64")], "i64"))
-    specs.append(where_case("where.f32.f16+bf16", Nth(1), Nth(2), [B((2, 3)), F((2, 3), "f16"), F((2, 3), "bf16")], "f32"))
+    specs.append(where_case("where.i64.i32+i64", Nth(1), Nth(2),
+                            [B((2, 3)), I((2, 3), "i32"), I((2, 3), "i64")], "i64"))
+    specs.append(where_case("where.f32.f16+bf16", Nth(1), Nth(2),
+                            [B((2, 3)), F((2, 3), "f16"), F((2, 3), "bf16")], "f32"))
     specs.append(where_case("where.f32.b+f32", Nth(1), Nth(2), [B((2, 3)), B((2, 3)), F((2, 3))], "f32"))
     return specs
 
@@ -130,7 +136,8 @@ def logical_cases():
     for op in ("and", "or", "xor"):
         specs.append(logical("%s.b.2x3" % op, op, B((2, 3)), B((2, 3)), "b"))
         specs.append(logical("%s.i32.2x3" % op, op, I((2, 3), "i32", -50, 50), I((2, 3), "i32", -50, 50), "i32"))
-        specs.append(logical("%s.i64.2x3" % op, op, I((2, 3), "i64", -2 ** 30, 2 ** 30), I((2, 3), "i64", -99, 99), "i64"))
+        specs.append(logical("%s.i64.2x3" % op, op, I((2, 3), "i64", -2 ** 30, 2 ** 30),
+                             I((2, 3), "i64", -99, 99), "i64"))
         specs.append(logical("%s.b+i32.2x3" % op, op, B((2, 3)), I((2, 3), "i32", -9, 9), "i32"))
         specs.append(logical("%s.b.3x1+1x4" % op, op, B((3, 1)), B((1, 4)), "b"))
         fn = LOGICAL[op][0]

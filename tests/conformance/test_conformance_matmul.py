@@ -2,7 +2,7 @@
 import ember
 
 import conformance_kit as kit
-from conformance_kit import F, I, V, case
+from conformance_kit import F, I, B, V, case
 
 PARAMETERS = ("device", "case")
 
@@ -68,10 +68,8 @@ def cases():
                     V([2, 1, 1, 3], "i8", (2, 2)), "i8"))
     for da, db, out in (("i32", "f32", "f32"), ("f32", "f64", "f64"), ("f16", "bf16", "f32"),
                         ("i64", "i32", "i64"), ("b", "f32", "f32")):
-        a = I((2, 3), da, 0, 2) if da in ("i32", "i64", "b") else F((2, 3), da)
+        a = B((2, 3)) if da == "b" else I((2, 3), da, 0, 2) if da in ("i32", "i64") else F((2, 3), da)
         b = I((3, 2), db, -5, 6) if db in ("i32", "i64") else F((3, 2), db)
-        if da == "b":
-            a = kit.Input((2, 3), "b", "b")
         specs.append(mm("matmul.%s@%s.2x3@3x2" % (da, db), a, b, out))
     specs.append(mm("matmul.f32.method", F((2, 3)), F((3, 2)), "f32", via="method"))
     specs.append(mm("matmul.f32.function", F((2, 2, 3)), F((3, 2)), "f32", via="function"))

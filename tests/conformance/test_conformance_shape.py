@@ -3,7 +3,7 @@ ember.cat, ember.stack. Values only move, so floats compare exactly (signs of ze
 import ember
 
 import conformance_kit as kit
-from conformance_kit import EXACT, F, I, B, V, case
+from conformance_kit import EXACT, F, I, B, case
 
 PARAMETERS = ("device", "case")
 
@@ -28,14 +28,16 @@ def reshape_cases():
     specs.append(move("reshape.f32.2x3x4.varargs", lambda t: t.reshape(6, -1),
                       lambda np, t: t.reshape(6, -1), [x]))
     specs.append(move("view.f32.2x3x4", lambda t: t.view(3, 8), lambda np, t: t.reshape(3, 8), [x]))
-    specs.append(move("reshape.f32.0x3.to_3_0", lambda t: t.reshape(3, 0), lambda np, t: t.reshape(3, 0), [F((0, 3))]))
-    specs.append(move("reshape.f32.0x3.to_m1_3", lambda t: t.reshape(-1, 3), lambda np, t: t.reshape(-1, 3), [F((0, 3))]))
-    specs.append(move("reshape.f32.0x3.to_m1", lambda t: t.reshape(-1), lambda np, t: t.reshape(-1), [F((0, 3))]))
-    specs.append(move("reshape.f32.0d.to_1", lambda t: t.reshape(1), lambda np, t: t.reshape(1), [F(())]))
-    specs.append(move("reshape.f32.1.to_0d", lambda t: t.reshape(()), lambda np, t: t.reshape(()), [F((1,))]))
-    specs.append(move("reshape.f32.1x1.to_m1", lambda t: t.reshape(-1), lambda np, t: t.reshape(-1), [F((1, 1))]))
-    specs.append(move("reshape.i64.2x3.to_3_2", lambda t: t.reshape(3, 2), lambda np, t: t.reshape(3, 2), [I((2, 3))], "i64"))
-    specs.append(move("reshape.b.2x3.to_6", lambda t: t.reshape(6), lambda np, t: t.reshape(6), [B((2, 3))], "b"))
+    for label, spec, shape, out in (("f32.0x3.to_3_0", F((0, 3)), (3, 0), "f32"),
+                                    ("f32.0x3.to_m1_3", F((0, 3)), (-1, 3), "f32"),
+                                    ("f32.0x3.to_m1", F((0, 3)), (-1,), "f32"),
+                                    ("f32.0d.to_1", F(()), (1,), "f32"),
+                                    ("f32.1.to_0d", F((1,)), (), "f32"),
+                                    ("f32.1x1.to_m1", F((1, 1)), (-1,), "f32"),
+                                    ("i64.2x3.to_3_2", I((2, 3)), (3, 2), "i64"),
+                                    ("b.2x3.to_6", B((2, 3)), (6,), "b")):
+        specs.append(move("reshape." + label, lambda t, s=shape: t.reshape(s),
+                          lambda np, t, s=shape: t.reshape(s), [spec], out))
     return specs
 
 

@@ -68,9 +68,7 @@ def _number(np, v, dtype):
         return '"inf"' if v > 0 else '"-inf"'
     if dtype == "float64":
         return repr(v)
-    if dtype == "float16":
-        return str(np.float16(v))
-    return str(np.float32(v))  # float32 and bfloat16 (whose values are float32 values)
+    return str(np.float32(v))  # float16 and bfloat16 values are float32 values too
 
 
 def _list(items):

@@ -121,7 +121,6 @@ class Session:
     def run(self, test_id, fn, args):
         if not self.selected(test_id):
             return
-        gc.collect()
         t0 = time.ticks_ms()
         error = None
         try:
@@ -129,10 +128,6 @@ class Session:
         except BaseException as exc:  # noqa: B036 - a test must never end the run
             error = exc
         ms = time.ticks_diff(time.ticks_ms(), t0)
-        used = gc.mem_alloc()
-        if used > self.peak:
-            self.peak = used
-            self.peak_id = test_id
         self.slowest.append((ms, test_id))
         self.slowest.sort(key=lambda item: -item[0])
         del self.slowest[5:]
@@ -143,7 +138,14 @@ class Session:
         else:
             self.fail(test_id, error)
         error = None
+
+    def probe_memory(self, where):
+        # once per file: a collection and gc.mem_alloc() cost tens of ms on a big wasm heap
         gc.collect()
+        used = gc.mem_alloc()
+        if used > self.peak:
+            self.peak = used
+            self.peak_id = where
 
 
 def library_modules(root, dotted):
@@ -261,6 +263,7 @@ def run_file(session, suite, filename, available, seen):
             continue
         for suffix, args in combinations(params, module, available):
             session.run(base_id + suffix, fn, args)
+    session.probe_memory(file_id)
 
 
 def run_suites(session, available):
@@ -316,7 +319,7 @@ def main():
     if available is not None:
         print("backends ran: " + (", ".join(n for n, _ in available) or "none"))
         print("backends unavailable: " + (", ".join("%s (%s)" % (n, r) for n, r in unavailable) or "none"))
-    print("peak gc.mem_alloc after a test: %d bytes (%s)" % (session.peak, session.peak_id))
+    print("peak gc.mem_alloc after a test file: %d bytes (%s)" % (session.peak, session.peak_id))
     version = ".".join(str(v) for v in sys.implementation.version[:3])
     print("MicroPython %s, %.1f s" % (version, seconds))
     if session.passed == 0 and not session.failed:
