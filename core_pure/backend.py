@@ -63,24 +63,33 @@ class Backend:
         return self.name + "()"
 
     @classmethod
-    def override(cls, name, fn):
+    def override(cls, name, fn, backward=None):
         """Replace the composite op ``name`` (``"gelu"``, ``"softmax"``...) on this backend class.
 
         ``fn`` receives the same arguments as the composite (tensors included) and returns its result.
+        ``backward(grad, out, *args, **kwargs)``, when given, returns one gradient per positional
+        argument (None for non-tensors): then ``Autodiff`` over this backend records ``fn`` as one
+        node; without it, Autodiff runs the composite so gradients flow through its primitives.
         Pass ``fn=None`` to restore the composite. Returns the previous override or None.
         """
-        from .composite import COMPOSITES, OVERRIDES
+        from .composite import COMPOSITES, OVERRIDE_BACKWARDS, OVERRIDES
         from .errors import ArgumentError
 
         if type(name) is not str or name not in COMPOSITES:
             raise ArgumentError("override: expected one of the composite ops %s, found %r"
                                 % (sorted(COMPOSITES), name))
         table = OVERRIDES.setdefault(cls, {})
+        backwards = OVERRIDE_BACKWARDS.setdefault(cls, {})
         previous = table.get(name)
+        backwards.pop(name, None)
         if fn is None:
             table.pop(name, None)
         else:
             table[name] = fn
+            if backward is not None:
+                backwards[name] = backward
         if not table:
             del OVERRIDES[cls]
+        if not backwards:
+            del OVERRIDE_BACKWARDS[cls]
         return previous

@@ -152,6 +152,37 @@ class Autodiff(Backend):
                 raise ShapeError("backward: grad of shape %s for a tensor of shape %s" % (seed.shape, a.shape))
         return Gradients(run_backward(a.node, seed, release=not retain_graph))
 
+    # -- composites recorded whole (see ember.composite) ------------------------------------------------
+    def run_composite(self, name, body, args, kwargs):
+        """Record a composite as one node when a backward for it exists, else let its primitives
+        record themselves. The inner device's own override (a fused kernel) runs the forward when
+        it brings a backward; the composite body does when only the built-in backward exists."""
+        from ember.composite import BACKWARDS, OVERRIDE_BACKWARDS, OVERRIDES
+        inner_cls = type(self.inner)
+        backward = OVERRIDE_BACKWARDS.get(inner_cls, {}).get(name)
+        forward = OVERRIDES.get(inner_cls, {}).get(name) if backward is not None else None
+        if backward is None:
+            backward = BACKWARDS.get(name)
+            forward = body
+        if backward is None:
+            return body(*args, **kwargs)
+        inner_args = [self._inner_tensor(a) for a in args]
+        inner_kwargs = {k: self._inner_tensor(v) for k, v in kwargs.items()}
+        out = forward(*inner_args, **inner_kwargs)
+        parents = tuple(a._data.node if isinstance(a, ember.Tensor) else None for a in args)
+        wrapped = AdArray(out._data, out.shape, out.dtype)
+        if grad_mode.enabled and out.dtype.kind == "f" and any(p is not None for p in parents):
+            wrapped.node = Node(parents, lambda g: backward(g, out, *inner_args, **inner_kwargs),
+                                out.shape, out.dtype)
+            if self.checkpointing:
+                wrapped.node.kept = out._data
+        return ember.Tensor(wrapped, out.shape, out.dtype, self)
+
+    def _inner_tensor(self, a):
+        if isinstance(a, ember.Tensor) and a.device == self:
+            return ember.Tensor(a._data.value, a.shape, a.dtype, self.inner)
+        return a
+
     # -- data in and out ------------------------------------------------------------------------------
     def from_list(self, flat, shape, dtype):
         return AdArray(self.inner.from_list(flat, shape, dtype), tuple(shape), dtype)

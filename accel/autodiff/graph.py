@@ -66,7 +66,11 @@ class no_grad:
 
 
 def topological(root):
-    """Nodes reachable from ``root``, each after every node that consumes it (iterative DFS)."""
+    """Nodes reachable from ``root``, each after every node that consumes it (iterative DFS).
+
+    Nodes are told apart by identity, not by ``id``: a parameter's leaf id is chosen by its
+    module and may equal an op node's id.
+    """
     order, seen = [], set()
     stack = [(root, False)]
     while stack:
@@ -74,12 +78,12 @@ def topological(root):
         if expanded:
             order.append(node)
             continue
-        if node.id in seen:
+        if node in seen:
             continue
-        seen.add(node.id)
+        seen.add(node)
         stack.append((node, True))
         for p in node.parents:
-            if p is not None and p.id not in seen:
+            if p is not None and p not in seen:
                 stack.append((p, False))
     order.reverse()
     return order
@@ -91,22 +95,23 @@ def run_backward(root, seed, release=True):
     Intermediate gradients are dropped as soon as their node has passed them on. With
     ``release`` the walked nodes forget their inputs and closures, freeing the graph.
     """
-    pending = {root.id: seed}
+    pending = {root: seed}
     leaves = {}
     order = topological(root)
     for node in order:
-        grad = pending.pop(node.id, None)
+        grad = pending.pop(node, None)
         if grad is None:
             continue
-        if node.is_leaf:
-            leaves[node.id] = grad
+        if node.is_leaf:  # leaves sharing an id (one parameter used twice) sum
+            have = leaves.get(node.id)
+            leaves[node.id] = grad if have is None else have + grad
             continue
         grads = node.backward(grad)
         for parent, g in zip(node.parents, grads):
             if parent is None or g is None:
                 continue
-            have = pending.get(parent.id)
-            pending[parent.id] = g if have is None else have + g
+            have = pending.get(parent)
+            pending[parent] = g if have is None else have + g
     if release:
         for node in order:
             if not node.is_leaf:

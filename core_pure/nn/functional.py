@@ -612,21 +612,30 @@ def _class_weights(target, weight, ignore_index, dtype):
 @composite
 def nll_loss(log_probs, target, weight=None, ignore_index=-100, reduction="mean"):
     """Negative log-likelihood of class indices ``target`` (N, ...) under ``log_probs`` (N, C, ...)."""
-    if target.dtype.kind != "i":
-        raise DTypeError("nll_loss: expected int64 class indices, found %s" % target.dtype.name)
+    return _nll(log_probs, target, weight, ignore_index, reduction, "nll_loss")
+
+
+def _nll(log_probs, target, weight, ignore_index, reduction, op):
+    if type(target) is not Tensor or target.dtype.kind != "i":
+        raise DTypeError("%s: expected int64 class indices as target, found %s"
+                         % (op, target.dtype.name if type(target) is Tensor else type(target).__name__))
     cdim = 1 if len(log_probs.shape) > 1 else 0
     c = log_probs.shape[cdim] if log_probs.shape else 0
     expected = log_probs.shape[:cdim] + log_probs.shape[cdim + 1:]
     if not log_probs.shape or target.shape != expected:
-        raise ShapeError("nll_loss: expected target of shape %s for input %s, found %s"
-                         % (expected, log_probs.shape, target.shape))
+        raise ShapeError("%s: expected target of shape %s for input %s, found %s"
+                         % (op, expected, log_probs.shape, target.shape))
+    if weight is not None and (type(weight) is not Tensor or weight.shape != (c,)):
+        raise ShapeError("%s: expected a weight of shape (%d,), found %s"
+                         % (op, c, weight.shape if type(weight) is Tensor else type(weight).__name__))
     safe = target.where(target != ignore_index, 0)
     if safe.numel() and (safe.min().item() < 0 or safe.max().item() >= c):
-        raise ShapeError("nll_loss: class indices must be in [0, %d) (or ignore_index), found %d..%d"
-                         % (c, safe.min().item(), safe.max().item()))
+        from ..errors import IndexOutOfRange
+        raise IndexOutOfRange("%s: class indices must be in [0, %d) (or ignore_index), found %d..%d"
+                              % (op, c, safe.min().item(), safe.max().item()))
     picked = log_probs.gather(cdim, safe.unsqueeze(cdim)).squeeze(cdim)
     w = _class_weights(target, weight, ignore_index, log_probs.dtype)
-    return _reduce_loss(-picked * w, reduction, "nll_loss", w.sum() if reduction == "mean" else None)
+    return _reduce_loss(-picked * w, reduction, op, w.sum() if reduction == "mean" else None)
 
 
 @composite
@@ -644,7 +653,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         if label_smoothing:
             target = target * (1 - label_smoothing) + label_smoothing / c
         return _reduce_loss(-(wlogp * target).sum(cdim), reduction, "cross_entropy")
-    nll = nll_loss(logp, target, weight, ignore_index, "none")
+    nll = _nll(logp, target, weight, ignore_index, "none", "cross_entropy")
     if label_smoothing:
         keep = (target != ignore_index).to(input.dtype)
         smooth = -wlogp.sum(cdim) * keep
@@ -695,6 +704,8 @@ def l1_loss(input, target, reduction="mean"):
 def huber_loss(input, target, reduction="mean", delta=1.0):
     """0.5·d² where |d| < delta, else delta·(|d| - 0.5·delta)."""
     _check_same_shape(input, target, "huber_loss")
+    if not delta > 0:
+        raise ArgumentError("huber_loss: delta must be > 0, found %r" % (delta,))
     d = (input - target).abs()
     loss = (d * d * 0.5).where(d < delta, (d - 0.5 * delta) * delta)
     return _reduce_loss(loss, reduction, "huber_loss")
@@ -704,6 +715,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
 def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     """0.5·d²/beta where |d| < beta, else |d| - 0.5·beta (beta = 0 is the L1 loss)."""
     _check_same_shape(input, target, "smooth_l1_loss")
+    if not beta >= 0:
+        raise ArgumentError("smooth_l1_loss: beta must be >= 0, found %r" % (beta,))
     d = (input - target).abs()
     if beta == 0:
         return _reduce_loss(d, reduction, "smooth_l1_loss")

@@ -1,0 +1,340 @@
+"""The optimizer base class: parameter groups, the step loop, state and its records.
+
+An optimizer holds ``(name, Param)`` pairs in parameter groups and per-parameter state (tensors on
+the parameter's inner device, plus a step count). ``step(grads)`` reads each parameter's gradient
+by id from a ``Gradients`` or ``GradientsParams``, computes the new value on the inner device
+(nothing is recorded) and assigns it to ``Param.value`` as a fresh leaf with the same id on the
+same device. The old value tensor is never modified, so a tensor a user kept keeps its values.
+
+State is saved by parameter *name* (ids are not stable across processes): a safetensors record
+whose tensors are ``<param name>.<state key>`` and whose metadata holds the hyperparameters of
+every group, the names in each group and every step count, so a resumed run continues exactly.
+"""
+import json
+
+from ember.errors import ArgumentError, ArgumentTypeError, RecordError, ShapeError
+from ember.nn.module import Module, Param
+from ember.tensor import Tensor
+
+from ember.accel.autodiff import Gradients, no_grad
+
+from .grads import GradientsParams, _named_params, track
+
+FORMAT = "ember.optim/1"
+
+
+def _group_params(params, op):
+    if isinstance(params, (Module, Param)) or type(params) in (list, tuple):
+        return _named_params(params, op)
+    if isinstance(params, dict):
+        raise ArgumentTypeError("%s: a parameter group's 'params' must be a Module or a list, found a dict" % op)
+    # generators (model.named_parameters() is a list, but accept any iterable)
+    return _named_params(list(params), op)
+
+
+def _is_group_list(params):
+    return type(params) in (list, tuple) and len(params) > 0 and all(type(g) is dict for g in params)
+
+
+class Optimizer:
+    """Base class: subclasses set ``DEFAULTS`` (hyperparameters) and implement ``_update``.
+
+    ``params``: a Module, a list of ``(name, Param)`` pairs (``model.named_parameters()``), a list
+    of Params (named by position), or a list of parameter groups, dicts with ``"params"`` (any of
+    the above) and hyperparameters that override the optimizer's for that group.
+    """
+
+    DEFAULTS = {}
+    STATE_TENSORS = ()  # state keys that hold tensors, in save order
+
+    def __init__(self, params, **hyper):
+        name = type(self).__name__
+        unknown = [k for k in hyper if k not in self.DEFAULTS]
+        if unknown:
+            raise ArgumentError("%s: unknown argument(s) %s; known: %s"
+                                % (name, ", ".join(sorted(unknown)), ", ".join(sorted(self.DEFAULTS))))
+        self.defaults = dict(self.DEFAULTS)
+        self.defaults.update(hyper)
+        self._check(self.defaults)
+        self.param_groups = []
+        self.state = {}  # Param.id -> {"step": int, key: Tensor, ...}
+        self._names = {}  # name -> group index (for unique names)
+        if _is_group_list(params):
+            for g in params:
+                self.add_param_group(g)
+        else:
+            self.add_param_group({"params": params})
+        if not any(g["params"] for g in self.param_groups):
+            raise ArgumentError("%s: got an empty parameter list" % name)
+
+    # -- groups --------------------------------------------------------------------------------------
+    def add_param_group(self, group):
+        """Add a group: a dict with ``"params"`` and optional hyperparameters."""
+        name = type(self).__name__
+        if type(group) is not dict or "params" not in group:
+            raise ArgumentTypeError("%s: a parameter group is a dict with a 'params' key, found %r" % (name, group))
+        unknown = [k for k in group if k != "params" and k not in self.DEFAULTS]
+        if unknown:
+            raise ArgumentError("%s: unknown group option(s) %s" % (name, ", ".join(sorted(unknown))))
+        gi = len(self.param_groups)
+        pairs = _group_params(group["params"], name)
+        seen_ids = {}
+        for g in self.param_groups:
+            for n, p in g["params"]:
+                seen_ids[id(p)] = n
+        for n, p in pairs:
+            if id(p) in seen_ids:
+                raise ArgumentError("%s: parameter %r appears in more than one parameter group (or twice)" % (name, n))
+            seen_ids[id(p)] = n
+        # names must be unique across groups (state is saved by name); a clash (two groups built from
+        # sibling modules: "weight" twice) prefixes the later group's names with "group<i>."
+        names = [n for n, _ in pairs]
+        if len(set(names)) != len(names):
+            raise ArgumentError("%s: a parameter name appears twice in group %d" % (name, gi))
+        if any(n in self._names for n in names):
+            pairs = [("group%d.%s" % (gi, n), p) for n, p in pairs]
+            if any(n in self._names for n, _ in pairs):
+                raise ArgumentError("%s: parameter names of group %d clash with another group's; pass "
+                                    "(name, Param) pairs with distinct names" % (name, gi))
+        out = dict(self.defaults)
+        for k, v in group.items():
+            if k != "params":
+                out[k] = v
+        self._check(out)
+        out["params"] = pairs
+        for n, _ in pairs:
+            self._names[n] = gi
+        track([p for _, p in pairs if p.requires_grad], strict=False)
+        self.param_groups.append(out)
+
+    def _check(self, hyper):
+        """Validate hyperparameters (subclasses extend)."""
+        lr = hyper.get("lr")
+        if type(lr) not in (int, float) or lr < 0:
+            raise ArgumentError("%s: lr must be a number >= 0, found %r" % (type(self).__name__, lr))
+        wd = hyper.get("weight_decay", 0.0)
+        if type(wd) not in (int, float) or wd < 0:
+            raise ArgumentError("%s: weight_decay must be a number >= 0, found %r" % (type(self).__name__, wd))
+
+    @property
+    def lr(self):
+        """The learning rate of the first group; setting it sets every group's (for schedulers:
+        ``opt.lr = sched.step()``). Per group: ``opt.param_groups[i]["lr"]``."""
+        return self.param_groups[0]["lr"]
+
+    @lr.setter
+    def lr(self, value):
+        if type(value) not in (int, float) or value < 0:
+            raise ArgumentError("%s: lr must be a number >= 0, found %r" % (type(self).__name__, value))
+        for g in self.param_groups:
+            g["lr"] = value
+
+    def named_parameters(self):
+        """[(name, Param)] over every group, in order."""
+        return [pair for g in self.param_groups for pair in g["params"]]
+
+    # -- the step ------------------------------------------------------------------------------------
+    def step(self, grads, lr=None):
+        """Update every parameter that has a gradient in ``grads`` (``Gradients`` from backward or
+        ``GradientsParams``); ``lr``, if given, first sets every group's learning rate.
+
+        Each new value is computed on the parameter's inner device without recording and becomes
+        ``Param.value`` as a leaf with the parameter's id, on the parameter's device. Parameters
+        without a gradient (or with ``requires_grad=False``) are left as they are, state included.
+        """
+        if isinstance(grads, (Gradients, GradientsParams)):
+            by_id = grads.by_id
+        else:
+            raise ArgumentTypeError("%s.step: expected Gradients or GradientsParams, found %s"
+                                    % (type(self).__name__, type(grads).__name__))
+        if lr is not None:
+            self.lr = lr
+        with no_grad():
+            for group in self.param_groups:
+                for name, p in group["params"]:
+                    if not p.requires_grad:
+                        continue
+                    g = by_id.get(p.id)
+                    if g is None:
+                        continue
+                    v = p.value
+                    dev = v.device
+                    inner = getattr(dev, "inner", None)
+                    # a decorated value (Autodiff) is unwrapped and rewrapped without copies, as
+                    # Tensor.to does; done here directly, it costs no device comparisons
+                    x = v if inner is None else Tensor(v._data.value, v.shape, v.dtype, inner)
+                    gdev = g.device
+                    if gdev is not x.device and gdev != x.device:
+                        g = g.to(x.device)
+                    if g.shape != x.shape:
+                        raise ShapeError("%s.step: gradient of shape %s for parameter %r of shape %s"
+                                         % (type(self).__name__, g.shape, name, x.shape))
+                    if g.dtype is not x.dtype:
+                        g = g.to(x.dtype)
+                    state = self.state.get(p.id)
+                    if state is None:
+                        state = self.state[p.id] = {"step": 0}
+                    new = self._update(x, g, state, group)
+                    if inner is not None:
+                        data = dev.wrap(new._data, new.shape, new.dtype)
+                        if hasattr(dev, "require_grad"):  # a new leaf with the parameter's id
+                            data = dev.require_grad(data, p.id)
+                        new = Tensor(data, new.shape, new.dtype, dev)
+                    p.value = new
+
+    def _update(self, x, g, state, group):
+        """New value of one parameter ``x`` (inner device) given its gradient; updates ``state``."""
+        raise NotImplementedError
+
+    # -- state ---------------------------------------------------------------------------------------
+    def state_dict(self):
+        """``{"param_groups": [{hyperparameters..., "params": [names]}], "state": {name: {key: value}}}``
+        with state tensors on the parameters' inner devices (not copies: treat them as read-only)."""
+        groups = []
+        for g in self.param_groups:
+            d = {k: v for k, v in g.items() if k != "params"}
+            d["params"] = [n for n, _ in g["params"]]
+            groups.append(d)
+        state = {}
+        for n, p in self.named_parameters():
+            s = self.state.get(p.id)
+            if s is not None:
+                state[n] = dict(s)
+        return {"param_groups": groups, "state": state}
+
+    def load_state_dict(self, state_dict):
+        """Restore what ``state_dict`` returned, matching parameters by name. Group hyperparameters
+        (the learning rate a scheduler set, ...) are restored too. Raises ``ArgumentError`` when
+        the groups or names differ, ``ShapeError`` when a state tensor's shape does not fit."""
+        op = "%s.load_state_dict" % type(self).__name__
+        groups = state_dict.get("param_groups") if type(state_dict) is dict else None
+        if groups is None or "state" not in state_dict:
+            raise ArgumentTypeError("%s: expected a dict with 'param_groups' and 'state'" % op)
+        if len(groups) != len(self.param_groups):
+            raise ArgumentError("%s: the saved optimizer has %d parameter group(s), this one %d"
+                                % (op, len(groups), len(self.param_groups)))
+        for i, (saved, mine) in enumerate(zip(groups, self.param_groups)):
+            names = [n for n, _ in mine["params"]]
+            if list(saved["params"]) != names:
+                raise ArgumentError("%s: group %d holds parameters %s, the saved one %s"
+                                    % (op, i, _preview(names), _preview(saved["params"])))
+        new_state = {}
+        by_name = dict(self.named_parameters())
+        for n, s in state_dict["state"].items():
+            p = by_name.get(n)
+            if p is None:
+                raise ArgumentError("%s: state for unknown parameter %r" % (op, n))
+            new_state[p.id] = self._fit_state(n, p, s, op)
+        for saved, mine in zip(groups, self.param_groups):
+            for k, v in saved.items():
+                if k != "params":
+                    mine[k] = v
+            self._check(mine)
+        self.state = new_state
+        # a model loaded from a record (Module.load) holds plain values: make them leaves again
+        track([p for _, p in self.named_parameters() if p.requires_grad], strict=False)
+
+    def _fit_state(self, name, p, s, op):
+        inner = getattr(p.value.device, "inner", p.value.device)
+        out = {}
+        for k, v in s.items():
+            if isinstance(v, Tensor):
+                if v.shape != p.shape:
+                    raise ShapeError("%s: state %r of parameter %r has shape %s, the parameter %s"
+                                     % (op, k, name, v.shape, p.shape))
+                if v.device != inner:
+                    v = v.to(inner)
+                if v.dtype is not p.dtype:
+                    v = v.to(p.dtype)
+            out[k] = v
+        return out
+
+    def save(self, path):
+        """Write the state as a safetensors record (see the module docstring); returns ``path``."""
+        from ember import record
+        sd = self.state_dict()
+        tensors, scalars = [], {}
+        for n, s in sd["state"].items():
+            for k in sorted(s):
+                v = s[k]
+                if isinstance(v, Tensor):
+                    tensors.append(("%s.%s" % (n, k), v))
+                else:
+                    scalars.setdefault(n, {})[k] = v
+        meta = {
+            "format": FORMAT,
+            "optimizer": type(self).__name__,
+            "param_groups": json.dumps(sd["param_groups"]),
+            "scalars": json.dumps(scalars),
+        }
+        record.write(path, tensors, metadata=meta)
+        return path
+
+    def load(self, path):
+        """Restore the state written by ``save`` (the optimizer must be built over parameters with
+        the same names, e.g. a rebuilt model); group hyperparameters are restored as saved."""
+        from ember import record
+        op = "%s.load" % type(self).__name__
+        with record.open(path) as reader:
+            meta = reader.metadata or {}
+            if meta.get("format") != FORMAT:
+                raise RecordError("%s: %s is not an ember optimizer record (format %r)"
+                                  % (op, path, meta.get("format")))
+            if meta.get("optimizer") != type(self).__name__:
+                raise RecordError("%s: %s holds the state of %s, not %s"
+                                  % (op, path, meta.get("optimizer"), type(self).__name__))
+            groups = json.loads(meta["param_groups"])
+            scalars = json.loads(meta["scalars"])
+            by_name = dict(self.named_parameters())
+            state = {}
+            for n, s in scalars.items():
+                state[n] = dict(s)
+            for full in reader.names():
+                n, k = full.rsplit(".", 1)
+                p = by_name.get(n)
+                if p is None:
+                    raise RecordError("%s: %s holds state for %r, which this optimizer does not have" % (op, path, n))
+                inner = getattr(p.value.device, "inner", p.value.device)
+                state.setdefault(n, {})[k] = reader.read(full, device=inner)
+        self.load_state_dict({"param_groups": groups, "state": state})
+
+    def __repr__(self):
+        lines = [type(self).__name__ + " ("]
+        for i, g in enumerate(self.param_groups):
+            lines.append("Parameter Group %d" % i)
+            for k in sorted(g):
+                if k != "params":
+                    lines.append("    %s: %r" % (k, g[k]))
+        lines.append(")")
+        return "\n".join(lines)
+
+
+def _preview(names, n=4):
+    names = list(names)
+    s = ", ".join(names[:n])
+    return "[%s%s]" % (s, ", ..." if len(names) > n else "")
+
+
+def _scalar(x):
+    """A float hyperparameter as a Python float (ints accepted)."""
+    return float(x)
+
+
+def _lerp(a, b, w):
+    """``a.lerp(b, w)`` with PyTorch's CPU formula (exact at both ends)."""
+    if w < 0.5:
+        return a + (b - a) * w
+    return b - (b - a) * (1.0 - w)
+
+
+def _zeros_like(x):
+    import ember
+    return ember.zeros(x.shape, dtype=x.dtype, device=x.device)
+
+
+def _full_like(x, value):
+    import ember
+    return ember.full(x.shape, value, dtype=x.dtype, device=x.device)
+
+
+__all__ = ["Optimizer"]

@@ -1,0 +1,186 @@
+"""SGD, Adam, AdamW, RMSprop and Adagrad with PyTorch's update formulas (its single-tensor CPU path).
+
+Each ``_update`` is the body of ``torch.optim``'s ``_single_tensor_*`` loop for one parameter,
+written with ember ops on the parameter's inner device; scalar factors are Python floats, rounded
+to the parameter's dtype by the op, as PyTorch does. Factors equal to 1 are skipped (exact).
+"""
+from ember.errors import ArgumentError
+
+from .optimizer import Optimizer, _full_like, _lerp, _zeros_like
+
+
+def _nonneg(hyper, key, op):
+    v = hyper.get(key)
+    if type(v) not in (int, float) or v < 0:
+        raise ArgumentError("%s: %s must be a number >= 0, found %r" % (op, key, v))
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay
+    (L2, added to the gradient), as ``torch.optim.SGD``.
+
+    >>> opt = SGD(model, lr=0.1, momentum=0.9, nesterov=True)
+    >>> opt.step(loss.backward())
+    """
+
+    DEFAULTS = {"lr": 1e-3, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nesterov": False,
+                "maximize": False}
+
+    def _check(self, h):
+        Optimizer._check(self, h)
+        _nonneg(h, "momentum", "SGD")
+        _nonneg(h, "dampening", "SGD")
+        if h.get("nesterov") and (h.get("momentum", 0) <= 0 or h.get("dampening", 0) != 0):
+            raise ArgumentError("SGD: Nesterov momentum needs momentum > 0 and dampening = 0")
+
+    def _update(self, x, g, state, group):
+        lr, momentum, wd = group["lr"], group["momentum"], group["weight_decay"]
+        if group["maximize"]:
+            g = -g
+        if wd != 0:
+            g = g + x * wd
+        if momentum != 0:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = g
+            else:
+                buf = buf * momentum
+                damp = 1.0 - group["dampening"]
+                buf = buf + (g if damp == 1.0 else g * damp)
+            state["momentum_buffer"] = buf
+            g = g + buf * momentum if group["nesterov"] else buf
+        state["step"] += 1
+        return x - g * lr
+
+
+class Adam(Optimizer):
+    """Adam (``torch.optim.Adam``): ``betas``, ``eps``, L2 ``weight_decay`` (added to the gradient),
+    ``amsgrad``. AdamW decouples the weight decay."""
+
+    DEFAULTS = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0, "amsgrad": False,
+                "maximize": False}
+    DECOUPLED = False
+
+    def _check(self, h):
+        Optimizer._check(self, h)
+        op = type(self).__name__
+        betas = h.get("betas")
+        if type(betas) not in (tuple, list) or len(betas) != 2 or not all(
+                type(b) in (int, float) and 0.0 <= b < 1.0 for b in betas):
+            raise ArgumentError("%s: betas must be two numbers in [0, 1), found %r" % (op, betas))
+        h["betas"] = (float(betas[0]), float(betas[1]))
+        _nonneg(h, "eps", op)
+
+    def _update(self, x, g, state, group):
+        lr, wd, eps = group["lr"], group["weight_decay"], group["eps"]
+        beta1, beta2 = group["betas"]
+        if group["maximize"]:
+            g = -g
+        m = state.get("exp_avg")
+        if m is None:
+            m = state["exp_avg"] = _zeros_like(x)
+            state["exp_avg_sq"] = _zeros_like(x)
+            if group["amsgrad"]:
+                state["max_exp_avg_sq"] = _zeros_like(x)
+        v = state["exp_avg_sq"]
+        state["step"] += 1
+        step = state["step"]
+        if wd != 0:
+            if self.DECOUPLED:
+                x = x * (1.0 - lr * wd)
+            else:
+                g = g + x * wd
+        m = state["exp_avg"] = _lerp(m, g, 1.0 - beta1)
+        v = state["exp_avg_sq"] = v * beta2 + g * (1.0 - beta2) * g
+        bias_correction1 = 1.0 - beta1 ** step
+        bias_correction2 = 1.0 - beta2 ** step
+        step_size = lr / bias_correction1
+        bias_correction2_sqrt = bias_correction2 ** 0.5
+        if group["amsgrad"]:
+            vmax = state["max_exp_avg_sq"] = state["max_exp_avg_sq"].maximum(v)
+            denom = vmax.sqrt() / bias_correction2_sqrt + eps
+        else:
+            denom = v.sqrt() / bias_correction2_sqrt + eps
+        return x + (m / denom) * (-step_size)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (``torch.optim.AdamW``): the parameter is first scaled by
+    ``1 - lr * weight_decay``, then takes Adam's step. ``weight_decay`` defaults to 0.01."""
+
+    DEFAULTS = dict(Adam.DEFAULTS, weight_decay=1e-2)
+    DECOUPLED = True
+
+
+class RMSprop(Optimizer):
+    """RMSprop (``torch.optim.RMSprop``): ``alpha`` (smoothing), ``eps``, ``momentum``, ``centered``
+    and L2 ``weight_decay``."""
+
+    DEFAULTS = {"lr": 1e-2, "alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0, "momentum": 0.0,
+                "centered": False, "maximize": False}
+
+    def _check(self, h):
+        Optimizer._check(self, h)
+        _nonneg(h, "alpha", "RMSprop")
+        _nonneg(h, "eps", "RMSprop")
+        _nonneg(h, "momentum", "RMSprop")
+
+    def _update(self, x, g, state, group):
+        lr, alpha, eps, wd, momentum = group["lr"], group["alpha"], group["eps"], group["weight_decay"], \
+            group["momentum"]
+        if group["maximize"]:
+            g = -g
+        sq = state.get("square_avg")
+        if sq is None:
+            sq = state["square_avg"] = _zeros_like(x)
+            if momentum > 0:
+                state["momentum_buffer"] = _zeros_like(x)
+            if group["centered"]:
+                state["grad_avg"] = _zeros_like(x)
+        state["step"] += 1
+        if wd != 0:
+            g = g + x * wd
+        sq = state["square_avg"] = sq * alpha + g * (1.0 - alpha) * g
+        if group["centered"]:
+            ga = state["grad_avg"] = _lerp(state["grad_avg"], g, 1.0 - alpha)
+            avg = (sq - ga * ga).sqrt()
+        else:
+            avg = sq.sqrt()
+        avg = avg + eps
+        if momentum > 0:
+            buf = state["momentum_buffer"] = state["momentum_buffer"] * momentum + g / avg
+            return x - buf * lr
+        return x + (g / avg) * (-lr)
+
+
+class Adagrad(Optimizer):
+    """Adagrad (``torch.optim.Adagrad``): ``lr_decay``, L2 ``weight_decay``,
+    ``initial_accumulator_value`` and ``eps``."""
+
+    DEFAULTS = {"lr": 1e-2, "lr_decay": 0.0, "weight_decay": 0.0, "initial_accumulator_value": 0.0,
+                "eps": 1e-10, "maximize": False}
+
+    def _check(self, h):
+        Optimizer._check(self, h)
+        _nonneg(h, "lr_decay", "Adagrad")
+        _nonneg(h, "initial_accumulator_value", "Adagrad")
+        _nonneg(h, "eps", "Adagrad")
+
+    def _update(self, x, g, state, group):
+        lr, wd, eps = group["lr"], group["weight_decay"], group["eps"]
+        if group["maximize"]:
+            g = -g
+        s = state.get("sum")
+        if s is None:
+            s = _full_like(x, float(group["initial_accumulator_value"]))
+        state["step"] += 1
+        step = state["step"]
+        if wd != 0:
+            g = g + x * wd
+        clr = lr / (1 + (step - 1) * group["lr_decay"])
+        s = state["sum"] = s + g * g
+        std = s.sqrt() + eps
+        return x + (g / std) * (-clr)
+
+
+__all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]
