@@ -293,7 +293,8 @@ class Autodiff(Backend):
     def matmul(self, a, b):
         shape = a.shape[:-1] + (b.shape[-1],)
         return self._record(self.inner.matmul(a.value, b.value), shape, a.dtype, (a, b),
-                            lambda out: rules.matmul_rule(self._t(a), self._t(b)))
+                            lambda out: rules.matmul_rule(self._t(a), self._t(b), a.node is not None,
+                                                          b.node is not None))
 
     def conv(self, x, w, stride, padding, dilation, groups):
         spatial = tuple(_out_size(n, k, s, p, d) for n, k, s, p, d in
@@ -301,7 +302,8 @@ class Autodiff(Backend):
         shape = (x.shape[0], w.shape[0]) + spatial
         value = self.inner.conv(x.value, w.value, stride, padding, dilation, groups)
         return self._record(value, shape, x.dtype, (x, w),
-                            lambda out: rules.conv_rule(self._t(x), self._t(w), stride, padding, dilation, groups))
+                            lambda out: rules.conv_rule(self._t(x), self._t(w), stride, padding, dilation, groups,
+                                                        x.node is not None, w.node is not None))
 
     def pool(self, op, x, kernel, stride, padding, dilation):
         spatial = tuple(_out_size(n, k, s, p, d) for n, k, s, p, d in

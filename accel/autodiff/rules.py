@@ -234,8 +234,8 @@ def sort_rule(x, indices, dim):
 
 # -- linear algebra, indexing ------------------------------------------------------------------------
 
-def matmul_rule(a, b):
-    return lambda g: (g @ b.transpose(-2, -1), a.transpose(-2, -1) @ g)
+def matmul_rule(a, b, need_a=True, need_b=True):
+    return lambda g: (g @ b.transpose(-2, -1) if need_a else None, a.transpose(-2, -1) @ g if need_b else None)
 
 
 def gather_rule(x, dim, index):
@@ -268,15 +268,21 @@ def _crop(grad_padded, pads, size):
     return F.pad(grad_padded, (-pl, pl + w - fw, -pt, pt + h - fh))
 
 
-def conv_rule(x, w, stride, padding, dilation, groups):
+def conv_rule(x, w, stride, padding, dilation, groups, need_x=True, need_w=True):
     one_d = len(x.shape) == 3
     if one_d:
         stride, dilation, padding = (1,) + tuple(stride), (1,) + tuple(dilation), ((0, 0),) + tuple(padding)
 
     def backward(g):
         x2, w2, g2 = _as_2d(x), _as_2d(w), _as_2d(g)
-        gx = F.conv_transpose2d(g2, w2, stride=stride, dilation=dilation, groups=groups)
-        gx = _crop(gx, padding, x2.shape[2:])
+        gx = gw = None
+        if need_x:  # the first layer's input needs no gradient: skip the transposed conv
+            gx = F.conv_transpose2d(g2, w2, stride=stride, dilation=dilation, groups=groups)
+            gx = _crop(gx, padding, x2.shape[2:])
+            if one_d:
+                gx = gx.squeeze(2)
+        if not need_w:
+            return (gx, None)
         (pt, pb), (pl, pr) = padding
         xp = F.pad(x2, (pl, pr, pt, pb))
         cg, og = x2.shape[1] // groups, w2.shape[0] // groups
@@ -288,9 +294,7 @@ def conv_rule(x, w, stride, padding, dilation, groups):
             gw = F.conv2d(xs, gs, stride=dilation, dilation=stride)
             parts.append(gw.narrow(2, 0, kh).narrow(3, 0, kw).transpose(0, 1))
         gw = ember.cat(parts, 0) if groups > 1 else parts[0]
-        if one_d:
-            return (gx.squeeze(2), gw.squeeze(2))
-        return (gx, gw)
+        return (gx, gw.squeeze(2) if one_d else gw)
     return backward
 
 
