@@ -80,7 +80,8 @@ class MultiheadAttention(Module):
             scores = scores.masked_fill(~allowed, float("-inf"))
         if key_padding_mask is not None:
             if key_padding_mask.shape != (n, s):
-                raise ShapeError("%s: expected key_padding_mask of shape %s, found %s" % (op, (n, s), key_padding_mask.shape))
+                raise ShapeError("%s: expected key_padding_mask of shape %s, found %s"
+                                 % (op, (n, s), key_padding_mask.shape))
             scores = _apply_mask(scores, key_padding_mask.reshape(n, 1, 1, s))
         weights = F.softmax(scores, -1)
         if self.dropout and self.training:

@@ -8,8 +8,13 @@
 A config class declares its fields, in order, as ``FIELDS``: ``(name, default, check)`` triples
 (``REQUIRED`` marks a field without a default). A check is one of the names in ``CHECKS`` (ending
 in ``?`` to also accept ``None``) or a tuple of allowed values; a field whose default is ``None``
-also accepts ``None``. Bad values raise
-``ArgumentError`` naming the class and the field.
+also accepts ``None``. Bad values raise ``ArgumentError`` naming the class and the field.
+
+Field names: model dimensions use Burn's config names (``d_input``, ``d_output``, ``d_model``,
+``d_ff``, ``d_hidden``, ``n_heads``, ``n_layers``, ``n_embedding``); every other field keeps the
+name of the layer's PyTorch-style constructor argument (``kernel_size``, ``eps``, ``bias``, ...).
+A config whose fields are its layer's arguments, in order, only names the class (``MODULE =
+MaxPool2d``); the others override ``build`` and say in their docstring what they call.
 """
 import json
 
@@ -155,7 +160,8 @@ class Config:
         except ValueError as e:
             raise ArgumentError("%s.from_json: invalid JSON (%s)" % (cls.__name__, e))
         if type(values) is not dict:
-            raise ArgumentError("%s.from_json: expected a JSON object, found %s" % (cls.__name__, type(values).__name__))
+            raise ArgumentError("%s.from_json: expected a JSON object, found %s"
+                                % (cls.__name__, type(values).__name__))
         return cls(**values)
 
     def save(self, path):

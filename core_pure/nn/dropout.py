@@ -26,6 +26,8 @@ class Dropout(Module):
 
 
 class DropoutConfig(Config):
+    """Builds ``Dropout(p)``, drawing from the generator given to ``init``."""
+
     FIELDS = (("p", 0.5, "prob"),)
 
     def build(self, device, generator):

@@ -15,8 +15,8 @@ from .embedding import Embedding, EmbeddingConfig
 from .flatten import Flatten, FlattenConfig, Identity, IdentityConfig
 from .linear import Bilinear, BilinearConfig, Linear, LinearConfig
 from .module import LoadReport, Module, ModuleDict, ModuleList, Param, Sequential
-from .norm import (BatchNorm1d, BatchNorm1dConfig, BatchNorm2d, BatchNorm2dConfig, GroupNorm, GroupNormConfig, LayerNorm,
-                   LayerNormConfig, RMSNorm, RMSNormConfig)
+from .norm import (BatchNorm1d, BatchNorm1dConfig, BatchNorm2d, BatchNorm2dConfig, GroupNorm, GroupNormConfig,
+                   LayerNorm, LayerNormConfig, RMSNorm, RMSNormConfig)
 from .pool import (AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig, AvgPool1d, AvgPool1dConfig, AvgPool2d, AvgPool2dConfig,
                    MaxPool1d, MaxPool1dConfig, MaxPool2d, MaxPool2dConfig)
 from .positional import PositionalEncoding, PositionalEncodingConfig, RotaryEncoding, RotaryEncodingConfig

@@ -36,16 +36,38 @@ def _next_id():
 
 class Param:
     """A trainable tensor with a unique ``id`` (gradients are keyed by it) and a ``requires_grad``
-    flag. ``param.value`` is the current Tensor; ``shape``, ``dtype`` and ``device`` are its."""
+    flag. ``param.value`` is the current Tensor; ``shape``, ``dtype`` and ``device`` are its.
 
-    __slots__ = ("id", "value", "requires_grad")
+    On a device that records gradients (``ember.accel.Autodiff``), a float parameter that requires
+    grad is always a leaf keyed by its id: ``module.to(Autodiff(Cpu()))``, ``load`` and optimizer
+    steps need no extra call before ``loss.backward()``.
+    """
+
+    __slots__ = ("id", "_value", "_requires_grad")
 
     def __init__(self, value, requires_grad=True, id=None):
         if type(value) is not Tensor:
             raise ArgumentTypeError("Param: expected a Tensor value, found %s" % type(value).__name__)
-        self.value = value
-        self.requires_grad = requires_grad
         self.id = _next_id() if id is None else id
+        self._requires_grad = bool(requires_grad)
+        self.value = value
+
+    @property
+    def value(self):
+        return self._value
+
+    @value.setter
+    def value(self, t):
+        self._value = _as_leaf(t, self.id, self._requires_grad)
+
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        self._requires_grad = bool(flag)
+        self._value = _as_leaf(self._value, self.id, self._requires_grad)
 
     @property
     def shape(self):
@@ -65,6 +87,19 @@ class Param:
     def __repr__(self):
         return "Param(id=%d, shape=%s, dtype=%s%s)" % (self.id, self.value.shape, self.value.dtype.name,
                                                       "" if self.requires_grad else ", requires_grad=False")
+
+
+def _as_leaf(t, id, requires_grad):
+    """``t`` as a parameter holds it: on a recording device, a leaf keyed by ``id`` (or detached)."""
+    dev = t.device
+    if not hasattr(dev, "require_grad") or t.dtype.kind != "f":
+        return t
+    node = getattr(t._data, "node", None)
+    if not requires_grad:
+        return t.detach() if node is not None else t
+    if node is not None and node.id == id and node.backward is None:
+        return t
+    return t.require_grad(id=id)
 
 
 def _join(prefix, name):

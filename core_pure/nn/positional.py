@@ -96,14 +96,20 @@ class RotaryEncoding(Module):
 
 
 class PositionalEncodingConfig(Config):
-    FIELDS = (("d_model", REQUIRED, "int>0"), ("max_sequence_size", 5000, "int>0"), ("max_timescale", 10000.0, "float>0"))
+    """Builds ``PositionalEncoding(d_model, max_sequence_size, max_timescale)``."""
+
+    FIELDS = (("d_model", REQUIRED, "int>0"), ("max_sequence_size", 5000, "int>0"),
+              ("max_timescale", 10000.0, "float>0"))
 
     def build(self, device, generator):
         return PositionalEncoding(self.d_model, self.max_sequence_size, self.max_timescale)
 
 
 class RotaryEncodingConfig(Config):
-    FIELDS = (("d_model", REQUIRED, "int>0"), ("max_sequence_length", 4096, "int>0"), ("theta", 10000.0, "float>0"))
+    """Builds ``RotaryEncoding(d_model, max_sequence_length, theta)``."""
+
+    FIELDS = (("d_model", REQUIRED, "int>0"), ("max_sequence_length", 4096, "int>0"),
+              ("theta", 10000.0, "float>0"))
 
     def build(self, device, generator):
         return RotaryEncoding(self.d_model, self.max_sequence_length, self.theta)

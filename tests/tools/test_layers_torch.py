@@ -51,8 +51,8 @@ CASES = [
     Case("linear-nobias-3d", lambda: nn.Linear(5, 3, bias=False), lambda: torch.nn.Linear(5, 3, bias=False),
          [(2, 4, 5)]),
     Case("bilinear", lambda: nn.Bilinear(3, 4, 2), lambda: torch.nn.Bilinear(3, 4, 2), [(5, 3), (5, 4)]),
-    Case("conv1d", lambda: nn.Conv1d(2, 4, 3, stride=2, padding=1), lambda: torch.nn.Conv1d(2, 4, 3, stride=2, padding=1),
-         [(2, 2, 9)]),
+    Case("conv1d", lambda: nn.Conv1d(2, 4, 3, stride=2, padding=1),
+         lambda: torch.nn.Conv1d(2, 4, 3, stride=2, padding=1), [(2, 2, 9)]),
     Case("conv1d-same-dilated", lambda: nn.Conv1d(2, 2, 3, padding="same", dilation=2),
          lambda: torch.nn.Conv1d(2, 2, 3, padding="same", dilation=2), [(1, 2, 7)]),
     Case("conv2d", lambda: nn.Conv2d(3, 4, 3), lambda: torch.nn.Conv2d(3, 4, 3), [(2, 3, 6, 5)]),
@@ -122,7 +122,8 @@ CASES = [
     Case("encoder-layer-pre-norm-gelu", lambda: _perturbed(nn.TransformerEncoderLayer(
         8, 4, 12, dropout=0.0, activation="gelu", norm_first=True, batch_first=True)),
         lambda: torch.nn.TransformerEncoderLayer(8, 4, 12, dropout=0.0, activation="gelu", norm_first=True,
-                                                 batch_first=True), [(2, 5, 8)], kwargs={"src_mask": "causal-at-dim-1"}),
+                                                 batch_first=True), [(2, 5, 8)],
+        kwargs={"src_mask": "causal-at-dim-1"}),
     Case("encoder-2-layers-final-norm", lambda: _perturbed(nn.TransformerEncoder(
         nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True), 2, nn.LayerNorm(8))),
         lambda: torch.nn.TransformerEncoder(torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True),
@@ -134,7 +135,8 @@ CASES = [
          lambda: torch.nn.LSTM(3, 2, num_layers=2, bias=False, bidirectional=True), [(4, 2, 3)]),
     Case("lstm-unbatched-initial-state", lambda: nn.LSTM(3, 4), lambda: torch.nn.LSTM(3, 4), [(5, 3), (1, 4), (1, 4)]),
     Case("gru", lambda: nn.GRU(3, 4), lambda: torch.nn.GRU(3, 4), [(5, 2, 3)]),
-    Case("gru-2-layers-bidirectional-batch-first", lambda: nn.GRU(3, 4, num_layers=2, batch_first=True, bidirectional=True),
+    Case("gru-2-layers-bidirectional-batch-first",
+         lambda: nn.GRU(3, 4, num_layers=2, batch_first=True, bidirectional=True),
          lambda: torch.nn.GRU(3, 4, num_layers=2, batch_first=True, bidirectional=True), [(2, 5, 3)]),
     Case("gru-initial-state", lambda: nn.GRU(2, 3), lambda: torch.nn.GRU(2, 3), [(4, 2, 2), (1, 2, 3)]),
 ]
