@@ -6,6 +6,7 @@ with the composite's own arguments (inner-device tensors) and returns one gradie
 argument.
 """
 import ember
+import ember.nn.functional as F
 from ember import composite
 from ember.shapes import dim as _dim
 
@@ -60,12 +61,52 @@ def binary_cross_entropy_backward(g, out, p, t, weight=None, reduction="mean"):
     return (gp, gt)
 
 
+def cross_entropy_backward(g, out, x, target, weight=None, ignore_index=-100, reduction="mean",
+                           label_smoothing=0.0):
+    """d/dx of -sum_c a_c log softmax(x)_c is (sum_c a_c) softmax(x) - a, where ``a`` is each
+    sample's target distribution scaled by the class weights and the label smoothing."""
+    cdim = 1 if len(x.shape) > 1 else 0
+    c = x.shape[cdim]
+    logp = F.log_softmax(x, cdim)
+    wvec = weight.reshape((c,) + (1,) * (len(x.shape) - cdim - 1)) if weight is not None else None
+    eps = label_smoothing
+    if target.dtype.kind == "f":  # class probabilities: the mean is over the loss's elements
+        a = target * (1 - eps) + eps / c if eps else target
+        if wvec is not None:
+            a = a * wvec
+        count = max(x.numel() // c, 1)
+    else:
+        keep = target != ignore_index
+        safe = target.where(keep, 0)
+        w = keep.to(x.dtype)
+        if weight is not None:
+            w = w * weight.index_select(0, safe.reshape(-1)).reshape(target.shape)
+        zeros = ember.zeros(x.shape, dtype=x.dtype, device=x.device)
+        a = zeros.scatter(cdim, safe.unsqueeze(cdim), (w * (1 - eps)).unsqueeze(cdim))
+        if eps:
+            spread = keep.to(x.dtype).unsqueeze(cdim) * (eps / c)
+            a = a + (spread * wvec if wvec is not None else spread)
+        count = w.sum()  # the mean divides by the total weight of the kept targets
+    if reduction == "none":
+        scale = g.unsqueeze(cdim)
+    elif reduction == "sum":
+        scale = g
+    else:
+        scale = g / count
+    gx = (a.sum(cdim, keepdim=True) * logp.exp() - a) * scale
+    if target.dtype.kind != "f":
+        return (gx, None)
+    gt = -logp * (1 - eps) * scale
+    return (gx, gt * wvec if wvec is not None else gt)
+
+
 BUILT_IN = {
     "softmax": softmax_backward,
     "log_softmax": log_softmax_backward,
     "gelu": gelu_backward,
     "silu": silu_backward,
     "binary_cross_entropy": binary_cross_entropy_backward,
+    "cross_entropy": cross_entropy_backward,
 }
 
 
