@@ -2,5 +2,34 @@
 
 Autodiff and Fusion (backend decorators), the NumPy and Wgpu backends, optimizers, training and
 model import land here, each behind its own extra (``pip install ember[gpu]``, ...). Importing
-``ember`` never imports this package.
+``ember`` never imports this package, and importing this package imports no third-party module:
+each name below loads its layer (and that layer's dependency) on first use.
+
+- ``Autodiff``, ``Gradients``, ``no_grad``: gradients as a backend decorator (``ember.accel.autodiff``).
+- ``NumPy``: the numpy device (``ember.accel.numpy``; needs ``ember[numpy]``).
+- ``from_numpy(a, device=None)``, ``from_dlpack(x, device=None)``: tensors from numpy arrays,
+  PyTorch tensors and other DLPack exporters, sharing memory where they can (docs/interop.md).
 """
+
+_LAZY = {
+    "Autodiff": "autodiff",
+    "Gradients": "autodiff",
+    "no_grad": "autodiff",
+    "NumPy": "numpy",
+    "from_numpy": "numpy",
+    "from_dlpack": "numpy",
+}
+
+
+def __getattr__(name):
+    layer = _LAZY.get(name)
+    if layer is None:
+        raise AttributeError("module 'ember.accel' has no attribute %r" % (name,))
+    import importlib
+    value = getattr(importlib.import_module("ember.accel." + layer), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

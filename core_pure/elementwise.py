@@ -12,6 +12,7 @@ _ROUNDING = ("floor", "ceil", "round", "trunc")
 _COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
 _LOGICAL = ("and", "or", "xor")
 _SHIFTS = ("lshift", "rshift")
+_SCALARS = (bool, int, float)
 _KEEPS_BOOL = ("maximum", "minimum") + _LOGICAL
 
 
@@ -73,6 +74,13 @@ def binary(op, a, b):
                 pb = broadcast_to(Tensor(pb, b.shape, dtype, dev), shape)
     else:
         t, s = (a, b) if type(a) is Tensor else (b, a)
+        if type(s) not in _SCALARS and hasattr(s, "item"):
+            if getattr(s, "shape", ()) not in ((), (1,)):
+                from .errors import ArgumentTypeError
+                raise ArgumentTypeError("%s: expected a tensor or a number, found an array of shape %s; "
+                                        "convert it with ember.accel.from_numpy" % (op, s.shape))
+            s = s.item()  # a numpy scalar or 0-d array
+            a, b = (t, s) if t is a else (s, t)
         dev = t.device
         dtype = _compute_dtype(op, dtypes.promote_scalar(t.dtype, s, op))
         pt = t._data if t.dtype is dtype else dev.cast(t._data, dtype)

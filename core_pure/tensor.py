@@ -16,6 +16,7 @@ _FLOAT_PROTOCOL = sys.implementation.name != "micropython"
 
 class Tensor:
     __slots__ = ("_data", "shape", "dtype", "device")
+    __array_ufunc__ = None  # numpy defers ``ndarray + tensor`` to Tensor.__radd__ instead of swallowing it
 
     def __init__(self, data, shape, dtype, device):
         self._data = data

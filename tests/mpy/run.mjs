@@ -132,7 +132,7 @@ if (opts.script === null) {
 const BOOTSTRAP = `
 import sys, os, json
 
-def _ember_run(cfg):
+async def _ember_run(cfg):
     for entry in reversed(cfg["path"]):
         sys.path.insert(0, entry)
     del sys.argv[:]
@@ -144,6 +144,8 @@ def _ember_run(cfg):
     scope = {"__name__": "__main__", "__file__": filename}
     try:
         exec(compile(source, filename, "exec"), scope)
+        if "amain" in scope:  # a script may define an async entry point; awaiting lets the GC run
+            await scope["amain"]()
     except SystemExit as exc:
         code = exc.args[0] if exc.args else None
         if code is None:
@@ -157,15 +159,13 @@ def _ember_run(cfg):
         return 1
     return 0
 
-_ember_rc = _ember_run(json.loads(_ember_cfg))
+_ember_rc = await _ember_run(json.loads(_ember_cfg))
 `;
 
 let status;
 try {
   mp.globals.set("_ember_cfg", JSON.stringify(config));
-  mp.globals.set("_ember_boot", BOOTSTRAP);
-  // compiled under this file's name so tracebacks show where the frame comes from
-  mp.runPython('exec(compile(_ember_boot, "tests/mpy/run.mjs:BOOTSTRAP", "exec"))');
+  await mp.runPythonAsync(BOOTSTRAP);  // top-level await: it cannot go through exec(compile(...))
   status = Number(mp.globals.get("_ember_rc"));
 } catch (err) {
   flushStdout();
