@@ -6,7 +6,7 @@ the host (a sync point, see docs/architecture.md §5.3) and applied with ``gathe
 """
 from . import dtypes
 from .errors import ArgumentError, ArgumentTypeError, DTypeError, IndexOutOfRange, ShapeError
-from .shapes import broadcast_shapes, dim as _dim, numel
+from .shapes import broadcast_shapes, dim as _dim, numel, row_major_strides
 from .tensor import Tensor
 
 
@@ -183,7 +183,7 @@ def _advanced_host(host, items):
     bshape = ()
     for s, _ in parts:
         bshape = broadcast_shapes(bshape, s, "index")
-    strides = _row_major_strides(x.shape)
+    strides = row_major_strides(x.shape)
     offs = [0] * numel(bshape)
     for k, (s, flat) in zip(adv, parts):
         st = strides[k]
@@ -202,16 +202,6 @@ def _advanced_host(host, items):
         out = [xv[b + r] for b in offs for r in ro]
         shape = bshape + tuple(x.shape[k] for k in rest)
     return Tensor(x.device.from_list(out, shape, dtypes.int64), shape, dtypes.int64, x.device)
-
-
-def _row_major_strides(shape):
-    strides = []
-    step = 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    strides.reverse()
-    return strides
 
 
 def _broadcast_list(values, shape, target):

@@ -9,6 +9,17 @@ def numel(shape):
     return n
 
 
+def row_major_strides(shape):
+    """Element strides of a contiguous row-major layout of ``shape``."""
+    strides = []
+    step = 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    strides.reverse()
+    return tuple(strides)
+
+
 def broadcast_shapes(a, b, op):
     """The shape ``a`` and ``b`` broadcast to, or a ShapeError naming both."""
     if a == b:

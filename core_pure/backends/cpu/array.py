@@ -3,23 +3,7 @@
 Movement ops return views that share the list; every other op reads ``values(a)``, the
 row-major contents, which is the list itself when the array is contiguous.
 """
-
-
-def strides_for(shape):
-    strides = []
-    step = 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    strides.reverse()
-    return tuple(strides)
-
-
-def numel(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
+from ...shapes import numel, row_major_strides as strides_for
 
 
 class CpuArray:

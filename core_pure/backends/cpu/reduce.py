@@ -108,29 +108,33 @@ def _le(a, b):
     return a < b
 
 
+def _lines(shape, dim):
+    """For each line along ``dim``, the positions of its elements in the row-major values."""
+    n = shape[dim]
+    inner = numel(shape[dim + 1:])
+    for o in range(numel(shape[:dim])):
+        for i in range(inner):
+            yield range(o * n * inner + i, (o + 1) * n * inner, inner)
+
+
 def scan(op, a, dim):
     """Inclusive scans along ``dim``: cumsum, cumprod, cummax/cummin and their indices."""
     v = values(a)
     shape = a.shape
-    n = shape[dim]
-    inner = numel(shape[dim + 1:])
-    outer = numel(shape[:dim])
     out = [None] * len(v)
     dtype = a.dtype
-    for o in range(outer):
-        for i in range(inner):
-            pos = range(o * n * inner + i, (o + 1) * n * inner, inner)
-            seg = [v[p] for p in pos]
-            if op == "cumsum" or op == "cumprod":
-                acc, res = (0, []) if op == "cumsum" else (1, [])
-                for x in seg:
-                    acc = acc + x if op == "cumsum" else acc * x
-                    res.append(acc)
-            else:
-                vals, idxs = _running(seg, _ge if op in ("cummax", "cumargmax") else _le)
-                res = vals if op in ("cummax", "cummin") else idxs
-            for p, r in zip(pos, res):
-                out[p] = r
+    for pos in _lines(shape, dim):
+        seg = [v[p] for p in pos]
+        if op == "cumsum" or op == "cumprod":
+            acc, res = (0, []) if op == "cumsum" else (1, [])
+            for x in seg:
+                acc = acc + x if op == "cumsum" else acc * x
+                res.append(acc)
+        else:
+            vals, idxs = _running(seg, _ge if op in ("cummax", "cumargmax") else _le)
+            res = vals if op in ("cummax", "cummin") else idxs
+        for p, r in zip(pos, res):
+            out[p] = r
     if op in ("cumargmax", "cumargmin"):
         return CpuArray(out, shape, dtypes.int64)
     if dtype.kind == "f":
@@ -156,17 +160,12 @@ def sort(a, dim, descending):
     """(values, indices) sorted along ``dim``; stable."""
     v = values(a)
     shape = a.shape
-    n = shape[dim]
-    inner = numel(shape[dim + 1:])
-    outer = numel(shape[:dim])
     vals = [None] * len(v)
     idxs = [0] * len(v)
     key = _descending if descending else _ascending
-    for o in range(outer):
-        for i in range(inner):
-            pos = range(o * n * inner + i, (o + 1) * n * inner, inner)
-            pairs = sorted([(k, v[p]) for k, p in enumerate(pos)], key=key)
-            for p, (k, x) in zip(pos, pairs):
-                vals[p] = x
-                idxs[p] = k
+    for pos in _lines(shape, dim):
+        pairs = sorted([(k, v[p]) for k, p in enumerate(pos)], key=key)
+        for p, (k, x) in zip(pos, pairs):
+            vals[p] = x
+            idxs[p] = k
     return CpuArray(vals, shape, a.dtype), CpuArray(idxs, shape, dtypes.int64)
