@@ -155,21 +155,13 @@ def _rsqrt(x):
     return 1.0 / np.sqrt(x)
 
 
-def _zero_signless(fn):
-    # the Cpu backend rounds through Python ints: floor(-0.5) is 0.0 there, not -0.0
-    def f(x):
-        return fn(x) + 0.0
-    return f
-
-
 _FLOAT_UNARY = {
     "neg": np.negative, "abs": np.absolute, "sign": np.sign,
     "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": _in_float64(_rsqrt),
     "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
     "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "erf": _in_float64(_erf),
     "sigmoid": _in_float64(_sigmoid), "expm1": np.expm1, "log1p": np.log1p,
-    "floor": _zero_signless(np.floor), "ceil": _zero_signless(np.ceil),
-    "round": _zero_signless(np.rint), "trunc": _zero_signless(np.trunc),
+    "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc,
     "reciprocal": np.reciprocal,
     "isnan": np.isnan, "isinf": np.isinf,
 }

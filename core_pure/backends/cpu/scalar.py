@@ -121,7 +121,8 @@ def _rounding(fn):
     def f(x):
         if x != x or x == INF or x == -INF:
             return x
-        return float(fn(x))
+        r = float(fn(x))
+        return math.copysign(0.0, x) if r == 0 else r  # ceil(-0.3) is -0.0, as IEEE says
     return f
 
 
