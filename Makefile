@@ -3,8 +3,9 @@
 #   make test       CPython tests (pytest) then MicroPython tests; fails if either fails
 #   make test-py    pytest in .venv, EMBER_REQUIRE_BACKENDS=cpu unless overridden
 #   make test-mpy   tests/core + tests/conformance under MicroPython (node)
-#   make demo       every examples/*.py on CPython, then on MicroPython
+#   make demo       every examples/*.py on CPython, then on MicroPython; ends training on the digits
 #   make bench      every bench/*.py on CPython
+#   make cross-check  compile the portable C kernels for aarch64 and Cortex-M4 (zig cc)
 #   make clean      remove .venv, node_modules and build leftovers
 #
 # Variables: PYTEST_ARGS (e.g. PYTEST_ARGS='-k conv -x'), MPY_ARGS (e.g. MPY_ARGS='-k conv -v'),
@@ -22,24 +23,25 @@ VENV_STAMP := $(VENV)/.installed
 MICROPYTHON_NPM := @micropython/micropython-webassembly-pyscript@1.27.0
 NODE_STAMP := node_modules/.installed-micropython-1.27.0
 
-EMBER_REQUIRE_BACKENDS ?= cpu
+EMBER_REQUIRE_BACKENDS ?= cpu,cpu-c,numpy
 MPY_REQUIRE_BACKENDS ?= cpu
 PYTEST_ARGS ?=
 MPY_ARGS ?=
 
-.PHONY: test test-py test-mpy demo bench clean venv $(VENV) node_modules
+.PHONY: test test-py test-mpy demo bench cross-check clean venv $(VENV) node_modules
 
 # ---- environments -----------------------------------------------------------
 
 $(VENV) venv: $(VENV_STAMP)
 
-$(VENV_STAMP): pyproject.toml
+$(VENV_STAMP): pyproject.toml setup.py $(wildcard ext_c/*.c ext_c/*.h ext_c/build_ckernels.py)
 	@if ! $(PYTHON) -c 'import venv, ensurepip' 2>/dev/null; then \
 	  echo "$(PYTHON) cannot create virtual environments (on Debian: apt-get install python3-venv)" >&2; \
 	  exit 1; fi
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install -e '.[dev]'
+	EMBER_PURE=1 $(PY) -m pip install -e '.[dev]'
+	$(PY) ext_c/build_ckernels.py || echo "C kernels not built: ember.Cpu() stays pure Python" >&2
 	touch $@
 
 # --no-save/--no-package-lock: no package.json or lock file in the repo;
@@ -60,7 +62,9 @@ test: $(VENV) node_modules
 	if [ $$status -ne 0 ]; then echo "make test: FAILED (see above)" >&2; fi; \
 	exit $$status
 
+# wgpu (the Vulkan loader) wants a private runtime directory; a fresh one per run
 test-py: $(VENV)
+	@export XDG_RUNTIME_DIR="$${XDG_RUNTIME_DIR:-$$(mktemp -d)}"; \
 	EMBER_REQUIRE_BACKENDS='$(EMBER_REQUIRE_BACKENDS)' $(PY) -m pytest -q $(PYTEST_ARGS)
 
 test-mpy: node_modules
@@ -69,7 +73,9 @@ test-mpy: node_modules
 # ---- examples and benchmarks --------------------------------------------------
 
 # Each example runs on CPython, then on MicroPython unless its first line
-# contains "# cpython-only".
+# contains "# cpython-only". train_digits.py sorts last: it trains a CNN on the
+# digits (dashboard in a terminal, progress lines otherwise), then runs
+# examples/digits/classify.py under MicroPython itself and compares the two.
 demo: $(VENV) node_modules
 	@shopt -s nullglob; files=(examples/*.py); \
 	if [ $${#files[@]} -eq 0 ]; then echo "no examples/*.py"; exit 0; fi; \
@@ -78,7 +84,7 @@ demo: $(VENV) node_modules
 	  $(PY) "$$f"; \
 	  first=$$(head -n 1 "$$f"); \
 	  case "$$first" in *'# cpython-only'*) \
-	    echo "==> $$f (MicroPython): skipped, marked cpython-only"; continue;; esac; \
+	    echo "==> $$f (MicroPython): skipped: $$first"; continue;; esac; \
 	  echo "==> $$f (MicroPython)"; \
 	  node tests/mpy/run.mjs --script "$$f"; \
 	done
@@ -91,6 +97,10 @@ bench: $(VENV)
 	  $(PY) "$$f"; \
 	done
 
+# The portable C kernels compiled for aarch64 Linux and a bare-metal Cortex-M4, with sizes.
+cross-check: $(VENV)
+	$(PY) ext_c/cross_check.py
+
 clean:
-	rm -rf $(VENV) node_modules build dist *.egg-info
+	rm -rf $(VENV) node_modules build dist *.egg-info core_pure/_ckernels*
 	find . -name __pycache__ -type d -prune -not -path './.git/*' -exec rm -rf {} +

@@ -234,7 +234,7 @@ def load_references(threads):
 
 
 def converters(refs):
-    cpu = ember.Cpu()
+    cpu = ember.Cpu(kernels="python")  # the pure-Python reference; bench/cpu.py measures the C kernels
     conv = {"ember": lambda v: ember.tensor(v, device=cpu)}
     if refs["numpy"][0] is not None:
         np = refs["numpy"][0]

@@ -7,13 +7,44 @@ import ember
 
 
 def _cpu():
-    return ember.Cpu()
+    return ember.Cpu(kernels="python")
+
+
+def _cpu_c():
+    # ember.Cpu with the C kernels of ext_c/ (ember._ckernels); raises ImportError saying why when
+    # the module is not built or cannot load (always so on MicroPython)
+    return ember.Cpu(kernels="c")
+
+
+def _numpy():
+    # CPython with numpy only: MicroPython has neither numpy nor ember.accel, so both imports stay
+    # inside the factory, and there `import numpy` raises ImportError like a missing numpy does
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        raise ImportError("numpy is not installed (pip install ember[numpy])")
+    from ember.accel.numpy import NumPy
+    return NumPy()
+
+
+def _wgpu():
+    # CPython with wgpu and a GPU adapter (in CI: Mesa's lavapipe, a CPU Vulkan driver); the
+    # imports stay inside the factory for MicroPython, where they raise ImportError
+    try:
+        import wgpu  # noqa: F401
+    except ImportError:
+        raise ImportError("wgpu is not installed (pip install ember[gpu])")
+    from ember.accel.wgpu import Wgpu
+    return Wgpu()  # RuntimeError when no adapter is found
 
 
 # (name, factory): a factory returns a device or raises ImportError/RuntimeError saying why not.
 # Later issues append here: cpu-c (C kernels), numpy, wgpu, autodiff(...).
 REGISTRY = [
     ("cpu", _cpu),
+    ("cpu-c", _cpu_c),
+    ("numpy", _numpy),
+    ("wgpu", _wgpu),
 ]
 
 _cache = {}
@@ -44,4 +75,4 @@ def unavailable():
 
 def reference():
     """The device expected values are computed on when numpy is absent: the pure-Python Cpu."""
-    return ember.Cpu()
+    return ember.Cpu(kernels="python")

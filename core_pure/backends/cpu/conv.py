@@ -25,7 +25,7 @@ def _padded_planes(v, planes, h, w, pad, fill):
     for p in range(planes):
         base = p * h * w
         rows = [blank] * pt
-        rows += [left + v[base + r * w:base + (r + 1) * w] + right for r in range(h)]
+        rows += [left + list(v[base + r * w:base + (r + 1) * w]) + right for r in range(h)]
         rows += [blank] * pb
         out.append(rows)
     return out

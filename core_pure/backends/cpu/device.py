@@ -10,14 +10,56 @@ from . import movement as _mv
 from . import reduce as _reduce
 from .array import CpuArray, numel, values
 
+_C_CLASS = []  # [class or None], decided on the first ember.Cpu()
+
+
+def _c_device_class(kernels):
+    """The C-backed Cpu class for ``kernels`` None (when available and allowed) or "c" (required)."""
+    if kernels is not None and kernels != "c":
+        from ...errors import ArgumentError
+        raise ArgumentError("Cpu: kernels must be 'c' or 'python', found %r" % (kernels,))
+    if not _C_CLASS:
+        from . import ckernels
+        try:
+            _C_CLASS.append(ckernels.device_class())
+        except ImportError:
+            _C_CLASS.append(None)
+    impl = _C_CLASS[0]
+    if kernels == "c":
+        if impl is None:
+            from . import ckernels
+            raise ImportError("Cpu(kernels='c'): the C kernels are unavailable: %s" % ckernels.reason())
+        return impl
+    if impl is not None:
+        from . import ckernels
+        if ckernels.disabled():
+            return None
+    return impl
+
 
 class Cpu(Backend):
-    """The pure-Python CPU device: runs everywhere ember runs, and defines ember's semantics.
+    """The CPU device: runs everywhere ember runs, and defines ember's semantics.
+
+    ``ember.Cpu()`` runs its hot primitives in C when ``ember._ckernels`` (built from ``ext_c/``)
+    loads, unless ``EMBER_NO_C=1`` is set; ``Cpu(kernels="python")`` is always the pure-Python
+    device, ``Cpu(kernels="c")`` requires the C kernels. Both kinds are the same device: they compare
+    equal and their tensors meet in one op.
 
     >>> ember.zeros(2, 3, device=ember.Cpu())
     """
 
     name = "Cpu"
+    kernels = "python"  # "c" on the C-backed subclass
+
+    def __new__(cls, kernels=None):
+        if cls is Cpu and kernels != "python":
+            impl = _c_device_class(kernels)
+            if impl is not None:
+                return object.__new__(impl)
+        return object.__new__(cls)
+
+    def __init__(self, kernels=None):
+        pass
 
     # data in and out
     def from_list(self, flat, shape, dtype):

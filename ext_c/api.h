@@ -1,0 +1,33 @@
+/* What Python sees of ember._ckernels (dispatch.c). Plain declarations only: cffi's cdef reads this
+   file together with ops.h. Pointers travel as integers (array.array addresses). */
+int emb_isa(void);
+int emb_best_isa(void);
+int emb_set_isa(int isa);
+int emb_hardware_threads(void);
+
+void emb_copy_nd(int elsize, int nd, uintptr_t shape, uintptr_t src, uintptr_t sst, uintptr_t dst,
+                 uintptr_t dst_st);
+int emb_cast(int from, int to, int64_t n, uintptr_t src, uintptr_t dst);
+int emb_unary(int op, int dtype, int64_t n, uintptr_t x, uintptr_t out, int nthreads);
+int emb_binary(int op, int dtype, int nd, uintptr_t shape, uintptr_t a, uintptr_t sa, uintptr_t b,
+               uintptr_t sb, uintptr_t out);
+int emb_binary1(int op, int dtype, int64_t n, uintptr_t a, int64_t sa, uintptr_t b, int64_t sb,
+                uintptr_t out);
+void emb_where(int elsize, int nd, uintptr_t shape, uintptr_t c, uintptr_t sc, uintptr_t a,
+               uintptr_t sa, uintptr_t b, uintptr_t sb, uintptr_t out);
+int emb_reduce(int op, int dtype, int64_t outer, int64_t n, int64_t inner, uintptr_t x, uintptr_t out);
+int emb_matmul(int dtype, int nbd, uintptr_t bshape, uintptr_t bsa, uintptr_t bsb, int64_t m, int64_t n,
+               int64_t k, uintptr_t a, int64_t rsa, int64_t csa, uintptr_t b, int64_t rsb, int64_t csb,
+               uintptr_t c, int accumulate, int nthreads);
+int emb_conv2d(int dtype, uintptr_t params, uintptr_t x, uintptr_t w, uintptr_t bias, uintptr_t out,
+               int nthreads);
+void emb_pool2d(int op, int dtype, uintptr_t params, uintptr_t x, uintptr_t out, int nthreads);
+int64_t emb_gather(int elsize, int nd, uintptr_t ishape, uintptr_t idx, uintptr_t x, uintptr_t xst, int dim,
+                   int64_t dimsize, uintptr_t out);
+int64_t emb_scatter(int dtype, int add, int nd, uintptr_t ishape, uintptr_t idx, uintptr_t src, uintptr_t sst,
+                    uintptr_t out, uintptr_t ost, int dim, int64_t dimsize);
+void emb_gelu_f32(int form, int64_t n, uintptr_t x, uintptr_t out, int nthreads);
+void emb_softmax_f32(int64_t rows, int64_t n, uintptr_t x, uintptr_t out, int log_, int nthreads);
+void emb_layer_norm_f32(int64_t rows, int64_t n, uintptr_t x, uintptr_t w, uintptr_t b, double eps,
+                        uintptr_t out, int nthreads);
+void emb_bias_rows_f32(int64_t rows, int64_t n, uintptr_t bias, uintptr_t out);
