@@ -23,7 +23,7 @@ VENV_STAMP := $(VENV)/.installed
 MICROPYTHON_NPM := @micropython/micropython-webassembly-pyscript@1.27.0
 NODE_STAMP := node_modules/.installed-micropython-1.27.0
 
-EMBER_REQUIRE_BACKENDS ?= cpu,cpu-c,numpy
+EMBER_REQUIRE_BACKENDS ?= cpu,cpu-c,numpy,wgpu
 MPY_REQUIRE_BACKENDS ?= cpu
 PYTEST_ARGS ?=
 MPY_ARGS ?=

@@ -9,6 +9,7 @@ each name below loads its layer (and that layer's dependency) on first use.
 - ``NumPy``: the numpy device (``ember.accel.numpy``; needs ``ember[numpy]``).
 - ``from_numpy(a, device=None)``, ``from_dlpack(x, device=None)``: tensors from numpy arrays,
   PyTorch tensors and other DLPack exporters, sharing memory where they can (docs/interop.md).
+- ``Wgpu``: the GPU device through wgpu (``ember.accel.wgpu``; needs ``ember[gpu]``, docs/gpu.md).
 """
 
 _LAZY = {
@@ -18,6 +19,7 @@ _LAZY = {
     "NumPy": "numpy",
     "from_numpy": "numpy",
     "from_dlpack": "numpy",
+    "Wgpu": "wgpu",
 }
 
 

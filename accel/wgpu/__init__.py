@@ -1,0 +1,12 @@
+"""ember.accel.wgpu: the GPU device through wgpu (``pip install ember[gpu]``).
+
+    >>> from ember.accel import Wgpu
+    >>> x = ember.ones(3, device=Wgpu())
+
+Importing this package imports wgpu; ``import ember.accel`` alone does not. docs/gpu.md describes
+the design: storage per dtype, the asynchronous queue, the buffer pool and the autotuner.
+"""
+from .device import Wgpu  # noqa: F401
+from .memory import OutOfMemoryError  # noqa: F401
+
+__all__ = ["Wgpu", "OutOfMemoryError"]

@@ -1,0 +1,116 @@
+"""Autotuning (F5): the first time a kernel family meets a problem size on an adapter, time its
+variants and keep the fastest, in memory and on disk.
+
+The key is (adapter, op, dtype, each dim rounded up to a power of two), so one tuning serves a
+range of sizes. The cache is ``$XDG_CACHE_HOME/ember/autotune.json`` (``~/.cache/ember/...``
+without it). ``EMBER_AUTOTUNE=0`` disables tuning: every call takes the variant's sound default.
+Problems under ``MIN_FLOPS`` are not tuned either (launch overhead dominates them). A variant
+that fails to compile on the adapter, or whose result differs from the direct kernel's, is
+recorded as unusable and never timed.
+"""
+import json
+import os
+import time
+
+MIN_FLOPS = 1 << 27  # 512^3 multiply-adds
+_memory = {}
+_loaded = []
+tunings = []  # (key, {variant: seconds or None}) of the tunings done in this process
+
+
+def enabled():
+    return os.environ.get("EMBER_AUTOTUNE", "1") not in ("0", "", "false", "no")
+
+
+def cache_path():
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(root, "ember", "autotune.json")
+
+
+def _pow2(n):
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def key_for(adapter, op, dtype, dims):
+    return "%s|%s|%s|%s" % (adapter, op, dtype.name, "x".join(str(_pow2(d)) for d in dims))
+
+
+def _load():
+    path = cache_path()
+    if _loaded and _loaded[0] == path:
+        return
+    _memory.clear()
+    try:
+        with open(path) as f:
+            data = json.load(f)
+        if isinstance(data, dict):
+            _memory.update({k: v for k, v in data.items() if isinstance(v, str)})
+    except (OSError, ValueError):
+        pass
+    _loaded[:] = [path]
+
+
+def _save(key, name):
+    path = cache_path()
+    data = {}
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    data[key] = name
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = "%s.%d.tmp" % (path, os.getpid())
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only home: the choice still holds for this process
+
+
+def choose(dev, op, dtype, dims, run, candidates, default, check):
+    """The variant name for this problem: the cached choice, else the fastest after timing
+    ``run(variant)`` for each of ``candidates`` that passes ``check(name)``; ``default`` when
+    tuning is off or the problem is small."""
+    flops = 1
+    for d in dims:
+        flops *= d
+    if not enabled() or flops < MIN_FLOPS or len(candidates) < 2:
+        return default
+    _load()
+    key = key_for(dev.rt.label, op, dtype, dims)
+    name = _memory.get(key)
+    if name in candidates:
+        return name
+    from .matmul_kernels import _BY_NAME
+    times = {}
+    for cand in candidates:
+        try:
+            ok = check(cand)
+        except Exception:  # a variant this adapter cannot compile
+            ok = False
+        if not ok:
+            times[cand] = None
+            continue
+        v = _BY_NAME[cand]
+        run(v)  # warm up (and compile)
+        dev.rt.sync()
+        t0 = time.perf_counter()
+        run(v)
+        dev.rt.sync()
+        once = time.perf_counter() - t0
+        reps = max(1, min(10, int(0.05 / max(once, 1e-6))))
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            run(v)
+        dev.rt.sync()
+        times[cand] = (time.perf_counter() - t0) / reps
+    good = {k: t for k, t in times.items() if t is not None}
+    best = min(good, key=good.get) if good else default
+    tunings.append((key, times))
+    _memory[key] = best
+    _save(key, best)
+    return best

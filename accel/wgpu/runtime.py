@@ -1,0 +1,372 @@
+"""One wgpu device per adapter, and the queue discipline that makes ember's GPU ops asynchronous.
+
+``Runtime`` owns the GPUDevice and everything cached on it: shader modules, pipelines, bind group
+layouts and bind groups. An op never waits: ``dispatch`` records one compute dispatch into the
+current compute pass and appends its parameters (256 bytes) to a host-side staging area. Many
+dispatches share one pass, one command encoder and one ``queue.submit``; ``flush`` closes the batch
+(one ``write_buffer`` of all parameters, then one submit) and only ``read`` waits for the GPU.
+
+Parameters reach each dispatch through a dynamic offset into one uniform buffer, so a bind group
+depends only on the storage buffers it names and is reused whenever the pool hands the same
+buffers out again. Uploads (``write``) first submit the batch in flight: ``queue.write_buffer``
+runs before the next submit, so it must not overtake work already encoded.
+"""
+import os
+import struct
+import threading
+
+import wgpu
+
+try:  # the raw C entry points: a third of the cost of wgpu-py's checked wrappers on the hot path
+    from wgpu.backends.wgpu_native import _api as _native
+    from wgpu.backends.wgpu_native._api import ffi as _ffi, lib as _lib
+    _SET_BIND_GROUP = _lib.wgpuComputePassEncoderSetBindGroup
+    _SET_PIPELINE = _lib.wgpuComputePassEncoderSetPipeline
+    _DISPATCH = _lib.wgpuComputePassEncoderDispatchWorkgroups
+except (ImportError, AttributeError):  # another wgpu-py layout: the public API
+    _ffi = _native = None
+
+PARAM_BYTES = 256  # one dispatch's parameter block: 64 u32 words
+PARAM_WORDS = PARAM_BYTES // 4
+PARAM_CAPACITY = 1 << 22  # parameter bytes per submit: 16384 dispatches
+# submit after this many dispatches, so the GPU starts on a long queue while Python records the rest
+AUTO_FLUSH = int(os.environ.get("EMBER_WGPU_BATCH", "512"))
+WORKGROUP = 256
+_MAX_BIND_GROUPS = 8192
+
+# features ember uses when the adapter has them (64-bit types, half floats, tensor cores);
+# EMBER_WGPU_DISABLE (comma-separated) leaves some out
+WANTED_FEATURES = ("shader-f16", "shader-f64", "shader-int64", "cooperative-matrix")
+
+_PACKERS = {}
+
+
+def _packer(n):
+    p = _PACKERS.get(n)
+    if p is None:
+        p = _PACKERS[n] = struct.Struct("<%dI" % n).pack_into
+    return p
+
+
+def adapter_label(adapter):
+    info = adapter.info
+    return "%s (%s, %s)" % (info.get("device", "?"), info.get("backend_type", "?"),
+                            info.get("adapter_type", "?"))
+
+
+def choose_adapter(name=None):
+    """The adapter whose description contains ``name`` (case-insensitive), else the environment
+    variable ``EMBER_WGPU_ADAPTER``'s, else the high-performance adapter wgpu picks."""
+    want = name if name is not None else os.environ.get("EMBER_WGPU_ADAPTER", "")
+    if want:
+        adapters = wgpu.gpu.enumerate_adapters_sync()
+        seen = []
+        for a in adapters:
+            info = a.info
+            text = " ".join(str(info.get(k, "")) for k in ("vendor", "device", "description",
+                                                           "backend_type", "adapter_type"))
+            seen.append(adapter_label(a))
+            if want.lower() in text.lower():
+                return a
+        raise RuntimeError("wgpu: no adapter matches %r (EMBER_WGPU_ADAPTER); adapters: %s"
+                           % (want, "; ".join(seen) or "none"))
+    adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    if adapter is None:
+        raise RuntimeError("wgpu: no adapter found (install a Vulkan driver, e.g. mesa-vulkan-drivers)")
+    return adapter
+
+
+_RUNTIMES = {}
+
+
+def runtime_for(adapter_name=None):
+    """The shared Runtime of the chosen adapter (created on first use)."""
+    key = adapter_name if adapter_name is not None else os.environ.get("EMBER_WGPU_ADAPTER", "")
+    rt = _RUNTIMES.get(key)
+    if rt is None:
+        adapter = choose_adapter(adapter_name)
+        label = adapter_label(adapter)
+        for other in _RUNTIMES.values():
+            if other.label == label:
+                rt = other
+                break
+        else:
+            rt = Runtime(adapter)
+        _RUNTIMES[key] = rt
+    return rt
+
+
+class Runtime:
+    def __init__(self, adapter):
+        self.adapter = adapter
+        self.label = adapter_label(adapter)
+        off = [f.strip() for f in os.environ.get("EMBER_WGPU_DISABLE", "").split(",") if f.strip()]
+        self.features = tuple(f for f in WANTED_FEATURES if f in adapter.features and f not in off)
+        limits = dict(adapter.limits)  # ask for everything the adapter offers (64M floats > 128 MiB)
+        needed = {k: limits[k] for k in ("max-storage-buffer-binding-size", "max-buffer-size",
+                                         "max-compute-workgroup-storage-size",
+                                         "max-storage-buffers-per-shader-stage") if k in limits}
+        self.refused = {}  # feature -> why the device would not take it
+        self.device = None
+        while self.device is None:
+            try:
+                self.device = adapter.request_device_sync(required_features=list(self.features),
+                                                          required_limits=limits)
+            except Exception as e:
+                if limits is not needed:  # some limit the driver will not grant as offered
+                    limits = needed
+                    continue
+                # wgpu-native 29 advertises cooperative-matrix but offers no switch for the
+                # experimental features it belongs to: drop it (and then anything else) and go on
+                drop = "cooperative-matrix" if "cooperative-matrix" in self.features else None
+                if drop is None:
+                    raise
+                self.refused[drop] = str(e).strip().splitlines()[-1][:200]
+                self.features = tuple(f for f in self.features if f != drop)
+        self.queue = self.device.queue
+        lim = self.device.limits
+        self.max_binding = lim["max-storage-buffer-binding-size"]
+        self.max_buffer = lim["max-buffer-size"]
+        self.max_groups = lim["max-compute-workgroups-per-dimension"]
+        self.max_workgroup_storage = lim["max-compute-workgroup-storage-size"]
+        self.has_f16 = "shader-f16" in self.features
+        self.has_f64 = "shader-f64" in self.features
+        self.has_i64 = "shader-int64" in self.features
+        self.params = self.device.create_buffer(
+            size=PARAM_CAPACITY, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST)
+        self.staging = bytearray(PARAM_CAPACITY)
+        self.cursor = 0
+        self._layouts = {}  # number of storage bindings -> (bind group layout, pipeline layout)
+        self._pipelines = {}  # kernel key -> (pipeline, number of storage bindings)
+        self._modules = {}  # WGSL source -> shader module
+        self._bind_groups = {}  # tuple of DeviceBuffers -> bind group
+        self._uid = 0
+        self._encoder = None
+        self._pass = None
+        self._pipeline = None
+        self._keep = []  # bind groups the open pass uses
+        # statistics: how the work was batched
+        self.dispatches = 0
+        self.submits = 0
+        self.batch = 0  # dispatches in the batch being recorded
+        self.batches = []  # dispatch count of each recent submit (last 64)
+        self.pipeline_count = 0
+        self.error_check = None  # an index.ErrorRecord when queued kernels may have recorded errors
+        self._sync_buffer = None
+        self._staging = None  # the mappable buffer reads come back through
+        # one queue, many threads (data-parallel training): recording, submitting and reading
+        # each run under this lock; re-entrant, as a collected tensor may return a block mid-op
+        self.lock = threading.RLock()
+        self.auto_flush = AUTO_FLUSH
+        self.trusted = (_native is not None and hasattr(_lib, "wgpuDeviceCreateShaderModuleTrusted")
+                        and os.environ.get("EMBER_WGPU_CHECKED", "0") in ("0", ""))
+        self._offset = _ffi.new("uint32_t[1]") if _ffi is not None else None
+
+    # -- buffers -------------------------------------------------------------------------------
+    def next_uid(self):
+        self._uid += 1
+        return self._uid
+
+    def create_storage_buffer(self, size):
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+        try:
+            return self.device.create_buffer(size=size, usage=usage)
+        except Exception as e:  # wgpu reports allocation failures as GPU errors
+            if "memory" in str(e).lower() or "OutOfMemory" in type(e).__name__:
+                raise MemoryError(str(e))
+            raise
+
+    def forget(self, buf):
+        """Drop the cached bind groups that name ``buf`` (it is about to be destroyed)."""
+        for key in [k for k in self._bind_groups if buf in k]:
+            del self._bind_groups[key]
+
+    # -- pipelines -----------------------------------------------------------------------------
+    def layouts(self, n):
+        lay = self._layouts.get(n)
+        if lay is None:
+            B = wgpu.BufferBindingType
+            entries = [{"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE,
+                        "buffer": {"type": B.uniform, "has_dynamic_offset": True,
+                                   "min_binding_size": PARAM_BYTES}}]
+            for i in range(n):
+                entries.append({"binding": i + 1, "visibility": wgpu.ShaderStage.COMPUTE,
+                                "buffer": {"type": B.storage}})
+            bgl = self.device.create_bind_group_layout(entries=entries)
+            lay = self._layouts[n] = (bgl, self.device.create_pipeline_layout(bind_group_layouts=[bgl]))
+        return lay
+
+    def pipeline(self, key, make_source, n):
+        """The cached pipeline for ``key``; ``make_source()`` gives its WGSL (``n`` storage bindings)."""
+        with self.lock:
+            entry = self._pipelines.get(key)
+            if entry is None:
+                src = make_source()
+                module = self._modules.get(src)
+                if module is None:
+                    try:
+                        module = self._shader_module(src)
+                    except Exception as e:
+                        raise RuntimeError("wgpu: kernel %r failed to compile: %s\n%s" % (key, e, _numbered(src)))
+                    self._modules[src] = module
+                pipe = self.device.create_compute_pipeline(layout=self.layouts(n)[1],
+                                                           compute={"module": module, "entry_point": "main"})
+                self.pipeline_count += 1
+                entry = self._pipelines[key] = (pipe, n)
+            return entry
+
+    def _shader_module(self, src):
+        """A shader module from WGSL. By default "trusted": without naga's runtime bounds checks,
+        which cost a clamp per array access (every kernel here stays in bounds by construction;
+        EMBER_WGPU_CHECKED=1 puts the checks back, to chase a suspected out-of-range access)."""
+        if self.trusted:
+            desc_src = _native.new_struct_p("WGPUShaderSourceWGSL *", code=_native.to_c_string_view(src))
+            desc_src[0].chain.next = _ffi.NULL
+            desc_src[0].chain.sType = _lib.WGPUSType_ShaderSourceWGSL
+            desc = _native.new_struct_p("WGPUShaderModuleDescriptor *",
+                                        nextInChain=_ffi.cast("WGPUChainedStruct *", desc_src),
+                                        label=_native.to_c_string_view(""))
+            handle = _native.libf.wgpuDeviceCreateShaderModuleTrusted(self.device._internal, desc, 0)
+            if handle == _ffi.NULL:
+                raise RuntimeError("shader module creation failed")
+            return _native.GPUShaderModule("", handle, self.device)
+        return self.device.create_shader_module(code=src)
+
+    # -- recording -----------------------------------------------------------------------------
+    def dispatch(self, entry, buffers, words, groups):
+        """Record one dispatch of ``entry`` (from ``pipeline``) over the DeviceBuffers ``buffers``
+        with parameter words ``words`` (u32 values) and ``groups`` workgroups (an int or (x, y, z))."""
+        with self.lock:
+            if self.cursor + PARAM_BYTES > PARAM_CAPACITY:
+                self.flush()
+            if self._pass is None:
+                self._encoder = self.device.create_command_encoder()
+                self._pass = self._encoder.begin_compute_pass()
+                self._pipeline = None
+            offset = self.cursor
+            pack = _PACKERS.get(len(words)) or _packer(len(words))
+            pack(self.staging, offset, *words)
+            self.cursor = offset + PARAM_BYTES
+            key = tuple(buffers)
+            bg = self._bind_groups.get(key)
+            if bg is None:
+                bg = self._bind_group(len(buffers), buffers, key)
+            self._keep.append(bg)
+            if type(groups) is int:
+                gx, gy, gz = groups, 1, 1
+                if groups > self.max_groups:
+                    gy = (groups + self.max_groups - 1) // self.max_groups
+                    gx = (groups + gy - 1) // gy
+            else:
+                gx, gy, gz = groups
+            pipe = entry[0]
+            cp = self._pass
+            if self._offset is not None:
+                ci = cp._internal
+                if self._pipeline is not pipe:
+                    _SET_PIPELINE(ci, pipe._internal)
+                    self._pipeline = pipe
+                self._offset[0] = offset
+                _SET_BIND_GROUP(ci, 0, bg._internal, 1, self._offset)
+                _DISPATCH(ci, gx, gy, gz)
+            else:
+                if self._pipeline is not pipe:
+                    cp.set_pipeline(pipe)
+                    self._pipeline = pipe
+                cp.set_bind_group(0, bg, [offset])
+                cp.dispatch_workgroups(gx, gy, gz)
+            self.dispatches += 1
+            self.batch += 1
+            if self.batch >= self.auto_flush:
+                self.flush()
+
+    def _bind_group(self, n, buffers, key):
+        if len(self._bind_groups) >= _MAX_BIND_GROUPS:
+            self._bind_groups.clear()  # the open pass keeps the ones it uses alive (_keep)
+        entries = [{"binding": 0, "resource": {"buffer": self.params, "offset": 0, "size": PARAM_BYTES}}]
+        for i, b in enumerate(buffers):
+            entries.append({"binding": i + 1, "resource": {"buffer": b.gpu, "offset": 0, "size": b.size}})
+        bg = self.device.create_bind_group(layout=self.layouts(n)[0], entries=entries)
+        self._bind_groups[key] = bg
+        return bg
+
+    def flush(self):
+        """Submit the recorded batch (no wait)."""
+        with self.lock:
+            if self._pass is None:
+                return
+            self._pass.end()
+            self.queue.write_buffer(self.params, 0, self.staging, 0, self.cursor)
+            self.queue.submit([self._encoder.finish()])
+            self._pass = self._encoder = self._pipeline = None
+            self._keep = []
+            self.cursor = 0
+            self.submits += 1
+            self.batches.append(self.batch)
+            if len(self.batches) > 64:
+                del self.batches[:-64]
+            self.batch = 0
+
+    def pending(self):
+        return self._pass is not None
+
+    def sync(self):
+        """Submit what is recorded and wait until the GPU has run it."""
+        with self.lock:
+            self.flush()
+            poll = getattr(self.device, "_poll_wait", None)  # wgpuDevicePoll(wait=true)
+            if poll is not None:
+                poll()
+                return
+            if self._sync_buffer is None:  # any read waits for everything submitted before it
+                self._sync_buffer = self.device.create_buffer(size=4, usage=wgpu.BufferUsage.COPY_SRC)
+            self.queue.read_buffer(self._sync_buffer, 0, 4)
+
+    # -- transfers -------------------------------------------------------------------------------
+    def write(self, buf, offset, data):
+        """Copy ``data`` (bytes-like, length a multiple of 4) into ``buf`` at byte ``offset``."""
+        with self.lock:
+            if self._pass is not None:
+                self.flush()
+            if len(data):
+                self.queue.write_buffer(buf.gpu, offset, data)
+
+    def read(self, buf, offset, nbytes):
+        """The ``nbytes`` bytes at ``offset`` of ``buf`` (waits for the GPU). One round trip: the
+        device-side error record of queued index checks comes back in the same copy."""
+        with self.lock:
+            self.flush()
+            errors = self.error_check
+            if nbytes == 0 and errors is None:
+                return b""
+            skip = offset % 4  # copies move whole 4-byte words
+            size = (skip + nbytes + 3) // 4 * 4
+            total = size + (errors.nbytes if errors is not None else 0)
+            staging = self._staging_buffer(total)
+            enc = self.device.create_command_encoder()
+            if size:
+                enc.copy_buffer_to_buffer(buf.gpu, offset - skip, staging, 0, size)
+            if errors is not None:
+                enc.copy_buffer_to_buffer(errors.block.buffer.gpu, errors.block.offset, staging, size, errors.nbytes)
+            self.queue.submit([enc.finish()])
+            staging.map_async("READ", 0, total).sync_wait()
+            data = bytes(staging.read_mapped(0, total, copy=True))
+            staging.unmap()
+            if errors is not None:
+                self.error_check = None
+                errors.check(data[size:])
+            return data[skip:skip + nbytes]
+
+    def _staging_buffer(self, size):
+        """A mappable buffer of at least ``size`` bytes, kept for the next read."""
+        size = max(256, (size + 255) // 256 * 256)
+        if self._staging is None or self._staging.size < size:
+            if self._staging is not None:
+                self._staging.destroy()
+            self._staging = self.device.create_buffer(
+                size=size, usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ)
+        return self._staging
+
+
+def _numbered(src):
+    return "\n".join("%4d  %s" % (i + 1, line) for i, line in enumerate(src.split("\n")))

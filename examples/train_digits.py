@@ -1,0 +1,167 @@
+# cpython-only: trains on CPython, then runs examples/digits/classify.py under MicroPython itself
+"""Train a small CNN on the 1,797 real 8x8 handwritten digits, then deploy it to MicroPython.
+
+1. Data: ember's own copy of the UCI digits (``ember.accel.data.load_digits``). A stratified 20%
+   is held out (never seen in training); 10% of the rest is the validation set.
+2. Training: the ``Learner`` (AdamW, cosine schedule, label smoothing, early stopping, checkpoints, metrics logged to
+   CSV/JSONL, curves.png) on the fastest backend here: the C kernels, else NumPy. A terminal shows
+   the dashboard (arrows switch the plot, ``q`` stops after the current step); pipes get plain lines.
+3. The weights go to a safetensors record; the held-out digits to a second small record.
+4. MicroPython (``node tests/mpy/run.mjs --script examples/digits/classify.py``) loads the record
+   into the same ``DigitsCNN`` on the pure-Python Cpu and classifies the held-out digits; both
+   interpreters' accuracies are printed side by side, and their predictions must agree.
+
+    python examples/train_digits.py            # a fresh run
+    python examples/train_digits.py --resume   # continue a run stopped with q or Ctrl-C
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+APP = os.path.join(HERE, "digits")  # the folder MicroPython gets: model definition, script, artifacts
+ARTIFACTS = os.path.join(APP, "artifacts")
+RUN = os.path.join(ARTIFACTS, "run")
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, APP)
+
+import ember  # noqa: E402
+import ember.nn.functional as F  # noqa: E402
+from ember import record  # noqa: E402
+from ember.accel.autodiff import no_grad  # noqa: E402
+from ember.accel.data import DataLoader, load_digits  # noqa: E402
+from ember.accel.optim import AdamW, lr  # noqa: E402
+from ember.accel.train import Learner  # noqa: E402
+
+from digits_cnn import DigitsCNN  # noqa: E402
+
+SEED = 0
+EPOCHS = 30
+BATCH = 32
+LR = 5e-3
+TARGET = 0.97
+
+
+def loss_fn(logits, labels):
+    """Cross entropy with label smoothing 0.1: softer targets, better held-out accuracy here."""
+    return F.cross_entropy(logits, labels, label_smoothing=0.1)
+
+
+def fastest_device():
+    """The C kernels when they are built, else NumPy, else the pure-Python Cpu (slow)."""
+    try:
+        return ember.Cpu(kernels="c"), "ember.Cpu with C kernels"
+    except ImportError:
+        pass
+    try:
+        from ember.accel import NumPy
+        return NumPy(), "ember.accel.NumPy"
+    except ImportError:
+        print("note: neither the C kernels nor numpy is available: training on the pure-Python Cpu is slow")
+        return ember.Cpu(kernels="python"), "ember.Cpu (pure Python)"
+
+
+def size_kb(path):
+    return "%.0f KB" % (os.path.getsize(path) / 1024)
+
+
+def run_micropython():
+    """Run classify.py under MicroPython; its output lines, or None when node is missing."""
+    if shutil.which("node") is None:
+        print("node is not installed: skipping the MicroPython half (make demo installs what it needs)")
+        return None
+    cmd = ["node", os.path.join(ROOT, "tests", "mpy", "run.mjs"), "--script", os.path.join(APP, "classify.py")]
+    print("$ node tests/mpy/run.mjs --script examples/digits/classify.py")
+    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for line in proc.stdout.splitlines():
+        if not line.startswith("predictions:"):
+            print("  mpy> " + line)
+    if proc.returncode != 0:
+        sys.exit("MicroPython failed (exit %d)" % proc.returncode)
+    return proc.stdout
+
+
+def main():
+    resume = "--resume" in sys.argv[1:]
+    device, device_name = fastest_device()
+
+    data = load_digits()
+    rest, heldout = data.split(0.2, seed=SEED, stratify=True)
+    train, valid = rest.split(0.1, seed=SEED + 1, stratify=True)
+    print("digits: %d images -> train %d, valid %d, held out %d (stratified, never trained on)"
+          % (len(data), len(train), len(valid), len(heldout)))
+
+    if not resume and os.path.isdir(RUN):
+        shutil.rmtree(RUN)
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    ember.seed(SEED)
+    model = DigitsCNN(generator=ember.Generator(SEED))
+    train_loader = DataLoader(train, BATCH, shuffle=True, seed=SEED, workers=1, prefetch=2)
+    valid_loader = DataLoader(valid, 256)
+    learner = Learner(
+        model, AdamW(model, lr=LR, weight_decay=1e-4), loss_fn, epochs=EPOCHS,
+        scheduler=lr.CosineAnnealingLR(LR, T_max=EPOCHS * len(train_loader)),
+        metrics=["accuracy", "f1", "lr", "speed", "cpu", "memory"],
+        early_stopping=("valid_loss", "min", 8), run_dir=RUN, keep_last=2, keep_best=True, device=device)
+    print("training %s (%d parameters) on %s" % (type(model).__name__, model.num_params(), device_name))
+    result = learner.fit(train_loader, valid_loader, resume="latest" if resume else None)
+    print("training time: %.1f s (%d epochs, %s)" % (result.seconds, len(result.history), device_name))
+    if result.stopped == "interrupted":
+        print("training was stopped: continue it with python examples/train_digits.py --resume")
+        if result.stop_reason != "q":  # Ctrl-C or SIGTERM: end here; q goes on to deploy what was learned
+            sys.exit(130)
+
+    # the model as trained, on the held-out digits, in CPython
+    predictions, labels = [], []
+    model.eval()
+    with no_grad():
+        for x, y in DataLoader(heldout, 512, device=device).epoch(0):
+            predictions.extend(model(x.to(learner.device)).argmax(dim=1).tolist())
+            labels.extend(y.tolist())
+    cpy_correct = sum(p == y for p, y in zip(predictions, labels))
+    n = len(labels)
+
+    # the artifacts MicroPython reads: the weights, and the held-out digits as raw pixel counts
+    weights = os.path.join(ARTIFACTS, "digits_cnn.safetensors")
+    model.save(weights)
+    raw = load_digits(normalize=False)
+    images, targets = raw.subset(heldout.indices).get_batch(range(n))
+    heldout_path = os.path.join(ARTIFACTS, "heldout.safetensors")
+    record.write(heldout_path, [("images", ember.tensor(images[:, 0].astype("int8").tobytes(), dtype=ember.int8,
+                                                        shape=(n, 8, 8))),
+                                ("labels", ember.tensor(targets.tolist(), dtype=ember.int64))],
+                 metadata={"what": "the held-out 20%% of ember's digits (stratified, seed %d)" % SEED})
+
+    out = run_micropython()
+    print()
+    print("held-out digits: %d images never seen in training" % n)
+    print("%-14s %-34s %s" % ("", "CPython (%s)" % device_name, "MicroPython (pure-Python ember.Cpu)"))
+    mpy_acc = "-"
+    agree = None
+    if out is not None:
+        mpy_pred = re.search(r"^predictions: (\d+)$", out, re.M).group(1)
+        mpy_correct = int(re.search(r"^correct: (\d+)/", out, re.M).group(1))
+        mpy_acc = "%.2f%% (%d/%d)" % (100.0 * mpy_correct / n, mpy_correct, n)
+        agree = sum(str(p) == q for p, q in zip(predictions, mpy_pred))
+    print("%-14s %-34s %s" % ("accuracy", "%.2f%% (%d/%d)" % (100.0 * cpy_correct / n, cpy_correct, n), mpy_acc))
+    if agree is not None:
+        print("%-14s %d/%d images" % ("same answer", agree, n))
+    print("training time  %.1f s" % result.seconds)
+    print()
+    rel = os.path.relpath(ARTIFACTS, ROOT)
+    print("artifacts in %s/:" % rel)
+    print("  digits_cnn.safetensors  %s  the trained weights (ember.record, safetensors)" % size_kb(weights))
+    print("  heldout.safetensors     %s  the held-out digits and labels" % size_kb(heldout_path))
+    print("  run/metrics.csv, run/metrics.jsonl, run/curves.png, run/checkpoints/ (last 2 + best)")
+
+    if agree is not None and agree != n:
+        sys.exit("CPython and MicroPython disagree on %d images" % (n - agree))
+    if result.stopped != "interrupted" and cpy_correct / n < TARGET:
+        sys.exit("accuracy %.2f%% is below the %.0f%% target" % (100.0 * cpy_correct / n, 100 * TARGET))
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()

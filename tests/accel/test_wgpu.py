@@ -1,0 +1,359 @@
+"""The Wgpu device's own machinery: asynchronous batching, buffer pools, the out-of-memory cap,
+autotuning, adapter choice, moving tensors between devices, and the fast kernels (vec4
+elementwise, tiled matmul and conv, workgroup reductions) against numpy.
+
+The conformance suite checks every op's values on this device; these tests check what only a GPU
+device has. They run wherever an adapter is found (in CI: Mesa's lavapipe).
+"""
+import gc
+import json
+
+import pytest
+
+import ember
+import ember.nn.functional as F
+from harness import backends
+
+wgpu_dev = dict(backends.available()).get("wgpu")
+pytestmark = pytest.mark.skipif(wgpu_dev is None, reason="no wgpu device: %s" % dict(backends.unavailable()).get("wgpu"))
+
+np = pytest.importorskip("numpy")
+
+
+@pytest.fixture
+def dev():
+    return wgpu_dev
+
+
+def _t(a, dev, dtype=ember.float32):
+    return ember.tensor(np.asarray(a).tolist(), dtype=dtype, device=dev)
+
+
+# -- asynchronous execution (F2) ------------------------------------------------------------------
+
+def test_ops_only_record_and_reads_submit_them_in_one_batch(dev):
+    rt = dev.rt
+    old = rt.auto_flush
+    rt.auto_flush = 10 ** 9
+    try:
+        x = ember.ones(64, device=dev)
+        dev.synchronize()
+        before = dev.queue_stats()
+        for _ in range(50):
+            x = x * 1.5 + 1.0
+        during = dev.queue_stats()
+        assert during["submits"] == before["submits"], "an op submitted work before any read"
+        assert during["dispatches"] - before["dispatches"] == 100
+        assert rt.pending()
+        x.tolist()  # the read: one submit carries the 100 dispatches
+        after = dev.queue_stats()
+        assert after["submits"] == before["submits"] + 1
+        assert after["batches"][-1] == 100
+        assert not rt.pending()
+    finally:
+        rt.auto_flush = old
+
+
+def test_long_queues_are_submitted_in_batches_of_the_configured_size(dev):
+    rt = dev.rt
+    old = rt.auto_flush
+    rt.auto_flush = 16
+    try:
+        x = ember.ones(8, device=dev)
+        dev.synchronize()
+        before = dev.queue_stats()["submits"]
+        for _ in range(64):
+            x = x + 1.0
+        assert dev.queue_stats()["submits"] - before == 4  # the GPU starts before the read
+        assert x.tolist() == [65.0] * 8
+    finally:
+        rt.auto_flush = old
+
+
+def test_pipelines_and_bind_groups_are_cached(dev):
+    x = ember.ones(32, device=dev)
+    (x + 2.0).tolist()
+    pipelines = dev.queue_stats()["pipelines"]
+    for _ in range(5):
+        (x + 3.0).tolist()
+    assert dev.queue_stats()["pipelines"] == pipelines
+
+
+def test_uploads_do_not_overtake_queued_work(dev):
+    # a block freed by queued work and reused by an upload must not be overwritten before that
+    # work runs: the upload submits the queue first
+    x = ember.tensor([1.0, 2.0, 3.0, 4.0], device=dev)
+    y = x * 2.0
+    del x
+    z = ember.tensor([9.0, 9.0, 9.0, 9.0], device=dev)
+    assert y.tolist() == [2.0, 4.0, 6.0, 8.0]
+    assert z.tolist() == [9.0] * 4
+
+
+# -- memory (F4) ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("memory", ["buckets", "pages"])
+def test_pool_statistics_and_reuse(memory):
+    from ember.accel.wgpu import Wgpu
+    d = Wgpu(memory=memory, page_size=1 << 20)
+    stats = d.memory_stats()
+    assert stats["strategy"] == memory
+    in_use = stats["in_use"]
+    xs = [ember.zeros(1000, device=d) for _ in range(8)]
+    s = d.memory_stats()
+    assert s["in_use"] >= in_use + 8 * 4000
+    assert s["reserved"] >= s["in_use"]
+    assert s["peak_in_use"] >= s["in_use"]
+    if memory == "pages":
+        assert s["buffers"] <= stats["buffers"] + 1, "small blocks should share one page"
+    del xs
+    gc.collect()
+    s2 = d.memory_stats()
+    assert s2["in_use"] == in_use
+    reused = s2["reused"]
+    y = ember.zeros(1000, device=d)
+    assert d.memory_stats()["reused"] == reused + 1
+    assert y.tolist() == [0.0] * 1000
+
+
+def test_buffers_return_to_the_pool_when_the_tensor_dies(dev):
+    gc.collect()
+    in_use = dev.memory_stats()["in_use"]
+    x = ember.ones(5000, device=dev)
+    assert dev.memory_stats()["in_use"] > in_use
+    v = x[1:3]  # a view keeps the block alive
+    del x
+    assert dev.memory_stats()["in_use"] > in_use
+    assert v.tolist() == [1.0, 1.0]
+    del v
+    assert dev.memory_stats()["in_use"] == in_use
+
+
+def test_memory_cap_raises_a_clear_error():
+    from ember.accel.wgpu import OutOfMemoryError, Wgpu
+    d = Wgpu(memory_cap=1 << 20)
+    small = ember.zeros(1000, device=d)
+    with pytest.raises(OutOfMemoryError, match="out of memory.*cap") as e:
+        ember.zeros(1 << 19, device=d)  # 2 MiB
+    assert isinstance(e.value, ember.EmberError) and isinstance(e.value, MemoryError)
+    assert small.tolist() == [0.0] * 1000
+    del small
+    d.empty_cache()
+    assert d.memory_stats()["reserved"] <= 1 << 20
+
+
+def test_an_unshared_input_is_reused_in_place(dev):
+    a = dev.from_list([1.0, 2.0, 3.0, 4.0], (4,), ember.float32)
+    before = dev.memory_stats()["in_place"]
+    out = dev.unary("neg", dev.unary("exp", a))  # the exp result is seen by no one else
+    assert dev.memory_stats()["in_place"] == before + 1
+    kept = dev.unary("exp", a)
+    dev.unary("neg", kept)  # kept is still named here: no reuse
+    assert dev.memory_stats()["in_place"] == before + 1
+    assert dev.to_list(a) == [1.0, 2.0, 3.0, 4.0]
+    assert np.allclose(dev.to_list(out), -np.exp([1.0, 2.0, 3.0, 4.0]), rtol=1e-6)
+
+
+# -- autotuning (F5) ------------------------------------------------------------------------------
+
+def test_autotune_times_variants_once_and_caches_the_choice(dev, tmp_path, monkeypatch):
+    from ember.accel.wgpu import autotune
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("EMBER_AUTOTUNE", "1")
+    monkeypatch.setattr(autotune, "MIN_FLOPS", 1)
+    autotune._loaded[:] = []
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((96, 64)), rng.standard_normal((64, 72))
+    n = len(autotune.tunings)
+    got = (_t(a, dev) @ _t(b, dev)).tolist()
+    assert np.allclose(got, a @ b, rtol=1e-4, atol=1e-4)
+    assert len(autotune.tunings) == n + 1
+    key, times = autotune.tunings[-1]
+    assert key.startswith(dev.rt.label + "|matmul|float32|128x128x64")
+    assert any(t is not None for t in times.values())
+    path = tmp_path / "ember" / "autotune.json"
+    saved = json.loads(path.read_text())
+    assert saved[key] in times
+    # a second product of that size class reads the choice: no new tuning
+    (_t(a[:90], dev) @ _t(b, dev)).tolist()
+    assert len(autotune.tunings) == n + 1
+    # a new process would read it from disk
+    autotune._loaded[:] = []
+    autotune._memory.clear()
+    (_t(a, dev) @ _t(b, dev)).tolist()
+    assert len(autotune.tunings) == n + 1
+
+
+def test_autotune_off_uses_the_default_variant(dev, tmp_path, monkeypatch):
+    from ember.accel.wgpu import autotune
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("EMBER_AUTOTUNE", "0")
+    monkeypatch.setattr(autotune, "MIN_FLOPS", 1)
+    n = len(autotune.tunings)
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((80, 48)), rng.standard_normal((48, 40))
+    assert np.allclose((_t(a, dev) @ _t(b, dev)).tolist(), a @ b, rtol=1e-4, atol=1e-4)
+    assert len(autotune.tunings) == n
+    assert not (tmp_path / "ember" / "autotune.json").exists()
+
+
+# -- adapter choice --------------------------------------------------------------------------------
+
+def test_adapter_is_picked_by_environment_variable(dev, monkeypatch):
+    from ember.accel.wgpu import runtime
+    name = dev.rt.adapter.info["device"]
+    monkeypatch.setenv("EMBER_WGPU_ADAPTER", name[:6])
+    assert runtime.choose_adapter().info["device"] == name
+    monkeypatch.setenv("EMBER_WGPU_ADAPTER", "no such adapter 1234")
+    with pytest.raises(RuntimeError, match="no adapter matches 'no such adapter 1234'"):
+        runtime.choose_adapter()
+
+
+def test_devices_on_one_adapter_are_equal_and_their_tensors_meet(dev):
+    from ember.accel.wgpu import Wgpu
+    other = Wgpu(memory="pages")
+    assert other == dev and hash(other) == hash(dev)
+    assert other.key() == ("Wgpu", dev.rt.label)
+    x = ember.ones(3, device=dev) + ember.ones(3, device=other)
+    assert x.tolist() == [2.0, 2.0, 2.0]
+
+
+# -- moving tensors between devices -----------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int8", "int32", "int64", "bool"])
+def test_to_device_round_trips(dev, dtype):
+    from ember.accel import NumPy
+    dt = getattr(ember, dtype if dtype != "bool" else "bool_", None) or ember.bool
+    vals = [0, 1, -3, 7, 100, -100] if dtype != "bool" else [True, False, True, True, False, False]
+    if dtype.startswith("float") or dtype == "bfloat16":
+        vals = [0.5, -1.25, 3.0, float("inf"), -0.0, 1e-3]
+    cpu = ember.tensor(vals, dtype=dt).reshape(2, 3)
+    g = cpu.to(dev)
+    assert g.device == dev and g.dtype is dt
+    n = g.to(NumPy())
+    back = n.to(dev).to(ember.Cpu())
+    assert back.tolist() == cpu.tolist()
+    assert g.T.to(ember.Cpu()).tolist() == cpu.T.tolist()
+    assert g.to_bytes() == cpu.to_bytes()
+
+
+def test_numpy_of_a_gpu_tensor_is_a_copy(dev):
+    x = ember.arange(6, dtype=ember.float32, device=dev).reshape(2, 3)
+    a = x.numpy()
+    assert a.tolist() == [[0, 1, 2], [3, 4, 5]]
+    a[0, 0] = 5
+    assert x.tolist()[0][0] == 0.0
+
+
+# -- the fast kernels against numpy -----------------------------------------------------------------
+
+def test_vec4_elementwise_on_large_contiguous_arrays(dev):
+    n = 1 << 17
+    x = np.linspace(-20, 20, n).astype(np.float32)
+    t = _t(x, dev)
+    assert np.array_equal(np.array((t * 1.5).tolist(), dtype=np.float32), x * np.float32(1.5))
+    assert np.allclose((t.sin() + t.exp().minimum(5.0)).tolist(), np.sin(x) + np.minimum(np.exp(x), 5.0), rtol=1e-5, atol=1e-5)
+    assert ((t > 0.0).tolist()) == (x > 0).tolist()
+    y = t[1:]  # an offset that breaks vec4 alignment: the strided kernel takes it
+    assert np.array_equal(np.array((y * 2.0).tolist(), dtype=np.float32), x[1:] * 2)
+
+
+@pytest.mark.parametrize("shapes", [((33, 36), (36, 44)), ((3, 130, 260), (3, 260, 68)),
+                                    ((2, 1, 65, 64), (3, 64, 132)), ((1, 512), (512, 256))])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_tiled_matmul_matches_numpy(dev, shapes, dtype, monkeypatch):
+    from ember.accel.wgpu import matmul_kernels as mk
+    monkeypatch.setenv("EMBER_AUTOTUNE", "0")
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal(shapes[0]), rng.standard_normal(shapes[1])
+    dt = getattr(ember, dtype)
+    ta, tb = _t(a, dev, dt), _t(b, dev, dt)
+    if ta.ndim == 2:
+        assert mk.eligible(dev, ta._data, tb._data)
+    got = np.array((ta @ tb).tolist())
+    ref = np.array(ta.float().tolist()) @ np.array(tb.float().tolist())
+    tol = 1e-5 if dtype == "float32" else 2e-2
+    assert np.abs(got - ref).max() <= tol * (1 + np.abs(ref).max())
+    # a transposed operand (copied for the tiles, or read in place by the direct kernel) agrees
+    got_t = np.array((ta @ tb.transpose(-1, -2).contiguous().transpose(-1, -2)).tolist())
+    assert np.abs(got_t - ref).max() <= tol * (1 + np.abs(ref).max())
+
+
+def test_split_k_for_long_products(dev, monkeypatch):
+    from ember.accel.wgpu import matmul_kernels as mk
+    monkeypatch.setenv("EMBER_AUTOTUNE", "0")
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((16, 8192)), rng.standard_normal((8192, 20))
+    v = mk._BY_NAME[mk._default_variant(16, 20, 8192)]
+    assert mk.split_k(v, 16, 20, 8192, 1)[0] > 1
+    got = np.array((_t(a, dev) @ _t(b, dev)).tolist())
+    assert np.abs(got - a @ b).max() <= 1e-5 * np.abs(a @ b).max() * 10
+
+
+@pytest.mark.parametrize("case", [((64, 3, 28, 28), (6, 3, 5, 5), dict(padding=2)),
+                                  ((16, 8, 15, 13), (12, 4, 3, 3), dict(stride=2, padding=1, groups=2, dilation=(2, 1))),
+                                  ((64, 6, 20), (10, 6, 3), dict(padding=1))])
+def test_tiled_conv_matches_torch(dev, case, monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("EMBER_AUTOTUNE", "0")
+    xs, ws, kw = case
+    rng = np.random.default_rng(4)
+    x, w = rng.standard_normal(xs).astype(np.float32), rng.standard_normal(ws).astype(np.float32)
+    conv = F.conv2d if len(xs) == 4 else F.conv1d
+    tconv = torch.nn.functional.conv2d if len(xs) == 4 else torch.nn.functional.conv1d
+    from ember.accel.wgpu import matmul_kernels as mk
+    ex, ew = _t(x, dev), _t(w, dev)
+    got = np.array(conv(ex, ew, **kw).tolist())
+    ref = tconv(torch.tensor(x, dtype=torch.float64), torch.tensor(w, dtype=torch.float64), **kw).numpy()
+    assert np.abs(got - ref).max() <= 1e-5 * (1 + np.abs(ref).max())
+    if xs[0] == 64:
+        assert mk.conv_eligible(dev, ex._data, ew._data)
+
+
+def test_long_reductions_use_a_workgroup_per_output(dev):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 5000))
+    x[1, 4000] = np.nan
+    t = _t(x, dev, ember.float64)
+    assert np.allclose(t.sum(1).tolist(), x.sum(1), rtol=1e-12, equal_nan=True)
+    m = t.max(1)
+    assert np.allclose(m.values.tolist(), np.max(x, 1), equal_nan=True)
+    assert m.indices.tolist() == [int(np.argmax(x[0])), 4000, int(np.argmax(x[2]))]
+    assert t.argmin(1).tolist() == [int(np.argmin(x[0])), 4000, int(np.argmin(x[2]))]
+    ints = ember.arange(10000, device=dev).reshape(2, 5000)
+    assert ints.sum(1).tolist() == [sum(range(5000)), sum(range(5000, 10000))]
+    assert (ints > 4999).any(1).tolist() == [False, True]
+    assert (ints >= 0).all(1).tolist() == [True, True]
+
+
+def test_sort_and_scatter_add_on_longer_lines(dev):
+    rng = np.random.default_rng(6)
+    x = rng.integers(-50, 50, (4, 700)).astype(np.float32)
+    t = _t(x, dev)
+    v, i = t.sort(1)
+    assert v.tolist() == np.sort(x, 1, kind="stable").tolist()
+    assert i.tolist() == np.argsort(x, 1, kind="stable").tolist()
+    idx = rng.integers(0, 10, (1, 700))
+    out = ember.zeros(1, 10, device=dev).scatter_add(1, ember.tensor(idx.tolist(), device=dev), t[:1])
+    ref = np.zeros((1, 10))
+    np.add.at(ref, (0, idx[0]), x[0])
+    assert np.allclose(out.tolist(), ref)
+
+
+def test_index_errors_are_raised_at_the_next_read(dev):
+    x = ember.arange(3, dtype=ember.float32, device=dev)
+    y = x.gather(0, ember.tensor([0, 5, 1], device=dev))  # queued: the GPU finds index 5
+    with pytest.raises(ember.IndexOutOfRange, match="gather: index 5 is out of range for dim 0 of size 3"):
+        y.tolist()
+    assert x.gather(0, ember.tensor([2, 0], device=dev)).tolist() == [2.0, 0.0]
+
+
+def test_float64_math_is_accurate_far_from_zero(dev):
+    import math
+    xs = [3e38, 1e300, 6381956970095103.0 * 2 ** 797, 123456.789, -1e22]
+    t = ember.tensor(xs, dtype=ember.float64, device=dev)
+    for fn in ("sin", "cos", "tan"):
+        got = getattr(t, fn)().tolist()
+        for g, x in zip(got, xs):
+            want = getattr(math, fn)(x)
+            assert abs(g - want) <= 1e-13 * abs(want), (fn, x, g, want)
