@@ -629,7 +629,8 @@ def _nll(log_probs, target, weight, ignore_index, reduction, op):
         raise ShapeError("%s: expected a weight of shape (%d,), found %s"
                          % (op, c, weight.shape if type(weight) is Tensor else type(weight).__name__))
     safe = target.where(target != ignore_index, 0)
-    if safe.numel() and (safe.min().item() < 0 or safe.max().item() >= c):
+    # one read of the device (a sync on a GPU) says whether any class is out of range
+    if safe.numel() and ((safe < 0) | (safe >= c)).any().item():
         from ..errors import IndexOutOfRange
         raise IndexOutOfRange("%s: class indices must be in [0, %d) (or ignore_index), found %d..%d"
                               % (op, c, safe.min().item(), safe.max().item()))
