@@ -242,6 +242,10 @@ def converters(refs):
     if refs["torch"][0] is not None:
         torch = refs["torch"][0]
         conv["torch"] = lambda v: torch.tensor(v, dtype=torch.float32)
+    if refs["numpy"][0] is not None:  # ember's NumPy device: its cost above raw numpy is the figure
+        from ember.accel import NumPy
+        dev = NumPy()
+        conv["numpy_backend"] = lambda v: ember.tensor(v, device=dev)
     return conv
 
 
@@ -340,7 +344,7 @@ def main_cpython(argv):
     args = parse_args(argv)
     refs = load_references(args.threads)
     conv = converters(refs)
-    impls = [name for name in ("ember", "numpy", "torch") if name in conv]
+    impls = [name for name in ("ember", "numpy", "torch", "numpy_backend") if name in conv]
     values16, mat4, squares = inputs(MATMUL_SIZES)
     cases = {}
     for impl in impls:
@@ -397,6 +401,10 @@ def main_cpython(argv):
             # a time ratio like the others: reference time / ember time = ember rate / reference rate
             result["pure_matmul_%d_vs_%s" % (n, ref)] = pure / result[r] if r in result else None
             result.setdefault(r, None)
+    if "numpy_backend" in impls:
+        result["numpy_backend_add16_overhead_us"] = result["numpy_backend_add16_us"] - result["numpy_add16_us"]
+    else:
+        result["numpy_backend_add16_overhead_us"] = None
     for key in ("mpy_matmul_64_mflops", "mpy_add16_us", "mpy_mul16_us", "mpy_sum16_us", "mpy_matmul4_us"):
         result[key] = mpy.get(key) if mpy else None
         if mpy and key + "_range" in mpy:
@@ -466,6 +474,9 @@ def print_tables(result, spread, impls, kept, rounds, foreign, quiet, mpy, mpy_i
         print(head % (op, _cell(result, spread, op + "_us"), _cell(result, spread, "numpy_" + op + "_us"),
                       _cell(result, spread, "torch_" + op + "_us"), _ratio(result[op + "_vs_numpy"]),
                       _ratio(result[op + "_vs_torch"]), _cell(result, spread, "mpy_" + op + "_us", 1), goal))
+    if result.get("numpy_backend_add16_us") is not None:
+        print("ember on its NumPy device: add16 %s us, %.2f us above raw numpy (goal <= 1.5)"
+              % (_cell(result, spread, "numpy_backend_add16_us"), result["numpy_backend_add16_overhead_us"]))
     print()
     print("Square float32 matmul, MFLOP/s (2n^3 / time): median [min-max] over %d rounds (higher is better)."
           % kept[1])
