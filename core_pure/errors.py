@@ -17,6 +17,7 @@ _KINDS = (
     ("ArgumentError", ValueError, "A value an op does not accept (stride 0, unknown mode, ...)."),
     ("ArgumentTypeError", TypeError, "An argument of the wrong Python type (a string where a tensor belongs, ...)."),
     ("RecordError", ValueError, "A weights file that is corrupt, truncated, hostile or does not fit the module."),
+    ("OutOfMemoryError", MemoryError, "A device (or its memory pool's cap) has no room for a new buffer."),
 )
 
 
@@ -43,3 +44,4 @@ IndexOutOfRange = _classes["IndexOutOfRange"]
 ArgumentError = _classes["ArgumentError"]
 ArgumentTypeError = _classes["ArgumentTypeError"]
 RecordError = _classes["RecordError"]
+OutOfMemoryError = _classes["OutOfMemoryError"]

@@ -13,14 +13,10 @@ stays correct: every later use of the memory is queued after it on the same queu
 """
 import threading
 
-from ember.errors import EmberError
+from ember.errors import OutOfMemoryError
 
 ALIGN = 256
 MIB = 1 << 20
-
-
-class OutOfMemoryError(EmberError, MemoryError):
-    """The device (or the pool's cap) has no room for a new buffer."""
 
 
 class DeviceBuffer:
