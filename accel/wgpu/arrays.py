@@ -23,23 +23,7 @@ float64    f64                      ``shader-f64``; without it, the dtype is uns
 =========  =======================  =====================================================
 """
 from ember import dtypes
-
-
-def numel(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
-def contiguous_strides(shape):
-    strides = []
-    step = 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    strides.reverse()
-    return tuple(strides)
+from ember.shapes import numel, row_major_strides as contiguous_strides  # noqa: F401 (used by the other modules)
 
 
 class Storage:
