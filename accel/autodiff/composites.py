@@ -43,6 +43,11 @@ def gelu_backward(g, y, x, approximate="none"):
     return ((g * grad).to(x.dtype),)
 
 
+def relu_backward(g, y, x):
+    # y = relu(x) is >= 0, so sign(y) is the 0/1 mask without building a bool tensor
+    return (g * y.sign(),)
+
+
 def silu_backward(g, y, x):
     s = x.sigmoid()
     return (g * (s + x * s * (1 - s)),)
@@ -105,6 +110,7 @@ BUILT_IN = {
     "log_softmax": log_softmax_backward,
     "gelu": gelu_backward,
     "silu": silu_backward,
+    "relu": relu_backward,
     "binary_cross_entropy": binary_cross_entropy_backward,
     "cross_entropy": cross_entropy_backward,
 }
