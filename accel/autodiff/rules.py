@@ -5,6 +5,7 @@ Each ``*_rule`` receives the op's inputs and output as tensors on the inner devi
 casts with ``cast`` before an op, each rule sees same-shaped, same-dtype operands: reducing a
 gradient over broadcast dims is ``expand``'s rule, and nothing else needs to know about it.
 """
+import functools
 import math
 
 import ember
@@ -298,13 +299,16 @@ def conv_rule(x, w, stride, padding, dilation, groups, need_x=True, need_w=True)
     return backward
 
 
-def _windows(hp, wp, oh, ow, kernel, stride, dilation):
-    """Flat positions (in a padded plane) of every window element, window by window."""
+@functools.lru_cache(maxsize=64)
+def _windows(hp, wp, oh, ow, kernel, stride, dilation, device):
+    """Flat positions (in a padded plane) of every window element, window by window, as an int64
+    tensor (cached: a training loop asks for the same windows every step; tensors never change)."""
     kh, kw = kernel
     sh, sw = stride
     dh, dw = dilation
-    return [(oy * sh + ky * dh) * wp + ox * sw + kx * dw
+    flat = [(oy * sh + ky * dh) * wp + ox * sw + kx * dw
             for oy in range(oh) for ox in range(ow) for ky in range(kh) for kx in range(kw)]
+    return ember.tensor(flat, dtype=ember.int64, device=device)
 
 
 def pool_rule(op, x, y, kernel, stride, padding, dilation):
@@ -320,7 +324,7 @@ def pool_rule(op, x, y, kernel, stride, padding, dilation):
         (pt, pb), (pl, pr) = padding
         hp, wp = h + pt + pb, w + pl + pr
         k = kernel[0] * kernel[1]
-        idx = ember.tensor(_windows(hp, wp, oh, ow, kernel, stride, dilation), dtype=ember.int64, device=x.device)
+        idx = _windows(hp, wp, oh, ow, tuple(kernel), tuple(stride), tuple(dilation), x.device)
         idx = idx.reshape(1, 1, oh * ow, k).expand(n, c, oh * ow, k)
         if op == "max":
             xp = F.pad(x2, (pl, pr, pt, pb), value=float("-inf")).reshape(n, c, hp * wp)
