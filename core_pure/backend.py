@@ -1,6 +1,6 @@
 """The backend contract: the primitives every device implements, and the override hook.
 
-A device *is* a backend instance: ``ember.Cpu()``, later ``ember.accel.NumPy()``, ``Wgpu()``, and
+A device *is* a backend instance: ``ember.Cpu()``, ``ember.accel.NumPy()``, ``ember.accel.Wgpu()``, and
 decorators such as ``Autodiff(inner)`` that implement the same methods by wrapping another device.
 Primitives take and return the backend's own arrays; the frontend (``ember.Tensor``) has already
 checked shapes and dtypes, broadcast operands to one shape (as ``expand`` views), and cast them to

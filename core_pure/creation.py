@@ -110,9 +110,9 @@ def _from_bytes(buf, dtype, shape, dev):
 
 def _full(shape, value, dtype, device, op):
     dev = resolve(device, op)
-    dt = dtypes.get(dtype, op) if dtype is not None else dtypes.of_value(value)
     if dtypes.scalar_kind(value) is None:
         raise ArgumentTypeError("%s: expected a bool, int or float fill value, found %s" % (op, type(value).__name__))
+    dt = dtypes.get(dtype, op) if dtype is not None else dtypes.of_value(value)
     return Tensor(dev.full(shape, value, dt), shape, dt, dev)
 
 

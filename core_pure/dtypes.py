@@ -25,12 +25,12 @@ class DType:
             self.lo = self.hi = None
 
     @property
-    def itemsize(self):
-        return self.bits // 8 if self.bits >= 8 else 1
-
-    @property
     def is_float(self):
         return self.kind == "f"
+
+    @property
+    def itemsize(self):
+        return self.bits // 8 if self.bits >= 8 else 1
 
     def __repr__(self):
         return "ember." + self.name

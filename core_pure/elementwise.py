@@ -2,6 +2,7 @@
 from array import array
 
 from . import dtypes
+from .backend import COMPARISONS
 from .errors import DTypeError, DeviceError
 from .shapes import broadcast_shapes
 from .tensor import Tensor
@@ -9,7 +10,7 @@ from .tensor import Tensor
 _FLOAT_ONLY = ("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
                "cosh", "tanh", "erf", "sigmoid", "expm1", "log1p", "reciprocal")
 _ROUNDING = ("floor", "ceil", "round", "trunc")
-_COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+_COMPARE = COMPARISONS
 _LOGICAL = ("and", "or", "xor")
 _SHIFTS = ("lshift", "rshift")
 _SCALARS = (bool, int, float)
@@ -108,7 +109,8 @@ def unary(op, x):
             dtype = dtypes.default_float
         elif dtype.kind == "b":
             dtype = dtypes.int64
-        data = dev.cast(data, dtype)
+        if dtype is not x.dtype:
+            data = dev.cast(data, dtype)
     out = dev.unary(op, data)
     return Tensor(out, x.shape, dtypes.bool_ if op in ("isnan", "isinf") else dtype, dev)
 

@@ -218,6 +218,8 @@ def _masks_to_ints(items):
     from .creation import tensor
     out = []
     for item in items:
+        if type(item) in (list, tuple) and item and all(type(v) is bool for v in item):
+            item = tensor(list(item), dtype=dtypes.bool_, device=_host())  # a mask, as numpy reads it
         if type(item) is Tensor and item.dtype is dtypes.bool_:
             if not item.shape:
                 raise IndexOutOfRange("index: a 0-d bool index is not supported; use a 1-element mask")
@@ -243,7 +245,7 @@ def nonzero_lists(x):
 
 def setitem(x, index, value):
     """``x[index] = value``: ``x`` gets a new array; tensors that shared the old one keep it."""
-    from .elementwise import broadcast_to, same_device
+    from .elementwise import broadcast_to
     items = _expand_ellipsis(x, index)
     advanced = any(_is_advanced(i) for i in items)
     if advanced:
@@ -344,7 +346,7 @@ def scatter(x, dim, index, src, reduce=None):
     same_device(x, index, "scatter")
     mode = {None: "set", "add": "add", "sum": "add"}.get(reduce)
     if mode is None:
-        raise ArgumentError("scatter: reduce must be None or 'add', found %r" % (reduce,))
+        raise ArgumentError("scatter: reduce must be None, 'add' or 'sum', found %r" % (reduce,))
     d = _dim(dim, max(len(x.shape), 1), "scatter")
     if type(src) is not Tensor:
         src = full(index.shape, src, dtype=x.dtype, device=x.device)

@@ -1,4 +1,5 @@
-"""Shape and movement ops: reshape, permute, expand, cat/stack, indexing with ints and slices."""
+"""Shape and movement ops: reshape, permute, expand, flatten/squeeze, cat/stack, split/chunk/narrow,
+flip/roll, repeat, tril/triu (indexing lives in indexing.py)."""
 from . import dtypes
 from .errors import ArgumentError, ArgumentTypeError, IndexOutOfRange, ShapeError
 from .shapes import dim as _dim, numel

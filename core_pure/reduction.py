@@ -3,7 +3,7 @@ from collections import namedtuple
 
 from . import dtypes
 from .errors import ShapeError
-from .shapes import dims as _dims, numel
+from .shapes import dim as _dim, dims as _dims, numel
 from .tensor import Tensor
 
 ValuesIndices = namedtuple("ValuesIndices", ("values", "indices"))
@@ -74,7 +74,7 @@ def extreme(op, x, dim=None, keepdim=False):
         ds = _dims(None, len(x.shape), op)
         _nonempty(op, x, ds)
         return _reduce(op, x, ds, False, x.dtype)
-    ds = _dims(dim, len(x.shape), op)
+    ds = (_dim(dim, max(len(x.shape), 1), op),) if x.shape else (0,)
     _nonempty(op, x, ds)
     values = _reduce(op, x, ds, keepdim, x.dtype)
     indices = _reduce("arg" + op, x, ds, keepdim, dtypes.int64)
@@ -90,7 +90,7 @@ def arg(op, x, dim=None, keepdim=False):
         if keepdim:
             out = out.reshape((1,) * len(x.shape))
         return out
-    ds = _dims(dim, len(x.shape), op)
+    ds = (_dim(dim, max(len(x.shape), 1), op),) if x.shape else (0,)
     _nonempty(op, x, ds)
     return _reduce(op, x, ds, keepdim, dtypes.int64)
 
@@ -157,7 +157,7 @@ def sort(x, dim=-1, descending=False):
     from .shapes import dim as _dim
     if not x.shape:
         from .creation import zeros
-        return ValuesIndices(x, zeros((), dtype=dtypes.int64, device=x.device))
+        return ValuesIndices(x.clone(), zeros((), dtype=dtypes.int64, device=x.device))
     d = _dim(dim, len(x.shape), "sort")
     v, i = x.device.sort(x._data, d, bool(descending))
     return ValuesIndices(Tensor(v, x.shape, x.dtype, x.device), Tensor(i, x.shape, dtypes.int64, x.device))

@@ -62,7 +62,8 @@ def dims(ds, ndim, op):
         raise ArgumentTypeError("%s: expected an int, a tuple of ints or None as dim, found %s" % (op, type(ds).__name__))
     out = sorted(set(dim(d, ndim, op) for d in ds))
     if len(out) != len(ds):
-        raise IndexOutOfRange("%s: dims %s repeat a dim" % (op, tuple(ds)))
+        from .errors import ArgumentError
+        raise ArgumentError("%s: expected distinct dims, found %s" % (op, tuple(ds)))
     return tuple(out)
 
 

@@ -79,7 +79,7 @@ class Tensor:
         """The same values, cut from the graph (a no-op on devices that record none)."""
         detach = getattr(self.device, "detach", None)
         if detach is None:
-            return self
+            return self.clone()
         return Tensor(detach(self._data), self.shape, self.dtype, self.device)
 
     def backward(self, grad=None, retain_graph=False):
@@ -237,7 +237,7 @@ class Tensor:
         return unary("neg", self)
 
     def __pos__(self):
-        return self
+        return self.clone()
 
     def __abs__(self):
         return unary("abs", self)
@@ -426,7 +426,8 @@ class Tensor:
         return elementwise.clamp(self, min, max)
 
     def relu(self):
-        return binary("maximum", self, 0)
+        from .nn.functional import relu
+        return relu(self)
 
     def isfinite(self):
         return elementwise.isfinite(self)
@@ -616,7 +617,7 @@ class Tensor:
         return Tensor(self._data, self.shape, self.dtype, self.device)
 
     def contiguous(self):
-        return self  # layout is the backend's business; values are what a user sees
+        return self.clone()  # layout is the backend's business; values are what a user sees
 
     def __getitem__(self, index):
         return indexing.getitem(self, index)

@@ -105,6 +105,25 @@ def cross_entropy_backward(g, out, x, target, weight=None, ignore_index=-100, re
     return (gx, gt * wvec if wvec is not None else gt)
 
 
+def bce_with_logits_backward(g, out, x, t, weight=None, reduction="mean", pos_weight=None):
+    """d/dx of (1-t)x + (1+(pw-1)t) softplus(-x) is (1-t) + (1+(pw-1)t)(sigmoid(x) - 1): exact at
+    x = 0, where the composite's max(-x, 0) would have to pick a side."""
+    scale = g if reduction == "none" else g.expand(x.shape)
+    if reduction == "mean":
+        scale = scale / max(x.numel(), 1)
+    s = x.sigmoid()
+    if pos_weight is None:
+        gx = s - t
+        gt = -x
+    else:
+        gx = (1 - t) + (1 + (pos_weight - 1) * t) * (s - 1)
+        sp = (-x).maximum(0) + (-(x.abs())).exp().log1p()
+        gt = -x + (pos_weight - 1) * sp
+    if weight is not None:
+        gx, gt = gx * weight, gt * weight
+    return (gx * scale, gt * scale)
+
+
 BUILT_IN = {
     "softmax": softmax_backward,
     "log_softmax": log_softmax_backward,
@@ -112,6 +131,7 @@ BUILT_IN = {
     "silu": silu_backward,
     "relu": relu_backward,
     "binary_cross_entropy": binary_cross_entropy_backward,
+    "binary_cross_entropy_with_logits": bce_with_logits_backward,
     "cross_entropy": cross_entropy_backward,
 }
 

@@ -7,7 +7,7 @@ asks which device it wraps: any backend that implements the contract works insid
 """
 import ember
 from ember import dtypes
-from ember.backend import Backend
+from ember.backend import COMPARISONS, Backend
 from ember.errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
 
 from . import rules
@@ -15,7 +15,7 @@ from .gradients import Gradients
 from .graph import Node, grad_mode, run_backward
 
 _BOOL_UNARY = ("isnan", "isinf", "logical_not")
-_COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+_COMPARE = COMPARISONS
 
 
 class AdArray:

@@ -30,8 +30,10 @@ class Gradients:
     def __len__(self):
         return len(self.by_id)
 
-    def __contains__(self, id):
-        return id in self.by_id
+    def __contains__(self, key):
+        """``tensor in grads`` or ``leaf_id in grads``."""
+        node = getattr(getattr(key, "_data", None), "node", None)
+        return (node.id if node is not None else key) in self.by_id
 
     def ids(self):
         return list(self.by_id)

@@ -102,6 +102,9 @@ def binary_rule(op, a, b, y):
                     if a == 0:
                         gb = ember.where(b >= 0, 0.0, gb)
         elif op in ("maximum", "minimum"):
+            if not (ta and tb):  # against a Python scalar this is clamp: the tensor keeps the ties
+                keep = (a >= b) if op == "maximum" else (a <= b)
+                return (ember.where(keep, g, 0.0), None) if ta else (None, ember.where(keep, 0.0, g))
             win = (a > b) if op == "maximum" else (a < b)
             ga = _ties(win, a == b, g) if ta else None
             lose = (b > a) if op == "maximum" else (b < a)

@@ -280,7 +280,7 @@ def dropout(x, p=0.5, training=True, generator=None):
     if not 0.0 <= p <= 1.0:
         raise ArgumentError("dropout: p must be in [0, 1], found %r" % (p,))
     if not training or p == 0.0:
-        return x
+        return x.clone()
     if p == 1.0:
         return x * 0
     from ..creation import rand
@@ -295,7 +295,11 @@ def embedding(index, weight, padding_idx=None):
     """Rows of ``weight`` ([num_embeddings, dim]) at ``index``; output shape index.shape + (dim,)."""
     if len(weight.shape) != 2:
         raise ShapeError("embedding: expected a 2-D weight, found shape %s" % (weight.shape,))
-    rows = weight.index_select(0, index.reshape(-1))
+    flat = index.reshape(-1)
+    rows = weight.index_select(0, flat)
+    if padding_idx is not None:  # the padding row's lookups carry no gradient back to the weight
+        from ..elementwise import where
+        rows = where((flat == padding_idx).unsqueeze(1), weight.detach().index_select(0, flat), rows)
     return rows.reshape(index.shape + (weight.shape[1],))
 
 
@@ -350,7 +354,7 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalize (N, C, ...) over groups of C/num_groups channels, then a per-channel affine."""
     if len(x.shape) < 2 or x.shape[1] % num_groups:
         raise ShapeError("group_norm: channels of shape %s must divide into %d groups" % (x.shape, num_groups))
-    x = _floating(x, "group_norm")
+    x, dtype = _upcast(_floating(x, "group_norm"))
     n = x.shape[0]
     grouped = x.reshape(n, num_groups, -1) if x.numel() else x.reshape(n, num_groups, 0)
     out = _normalize(grouped, (2,), eps).reshape(x.shape)
@@ -358,7 +362,7 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
         out = out * _channel_view(weight, len(x.shape))
     if bias is not None:
         out = out + _channel_view(bias, len(x.shape))
-    return out
+    return _down(out, dtype)
 
 
 @composite
@@ -367,7 +371,7 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
     ones in place (``running_mean[...] = ...``, unbiased variance), as PyTorch does."""
     if len(x.shape) < 2:
         raise ShapeError("batch_norm: expected (N, C, ...), found shape %s" % (x.shape,))
-    x = _floating(x, "batch_norm")
+    x, dtype = _upcast(_floating(x, "batch_norm"))
     c = x.shape[1]
     dims = (0,) + tuple(range(2, len(x.shape)))
     if training:
@@ -389,7 +393,7 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=Fa
         out = out * _channel_view(weight, len(x.shape))
     if bias is not None:
         out = out + _channel_view(bias, len(x.shape))
-    return out
+    return _down(out, dtype)
 
 
 # -- padding, resizing ---------------------------------------------------------------------------

@@ -389,7 +389,7 @@ def _safetensors_reads(path):
         return None
 
 
-@settings(max_examples=FUZZ_EXAMPLES, deadline=2000, database=None, derandomize=True,
+@settings(max_examples=FUZZ_EXAMPLES, deadline=20000, database=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(mutated_files())
 def _fuzz_one(data):
@@ -482,7 +482,7 @@ def json_texts(draw):
     return "".join(draw(st.lists(st.sampled_from(_JSON_PIECES), max_size=24)))
 
 
-@settings(max_examples=1500, deadline=2000, database=None, derandomize=True)
+@settings(max_examples=1500, deadline=20000, database=None, derandomize=True)
 @given(json_texts())
 def _parsers_agree(text):
     try:

@@ -30,14 +30,6 @@ def _has_nan(seg):
     return False  # inf - inf, not a nan in the input
 
 
-def _max(seg):
-    return max(seg)
-
-
-def _min(seg):
-    return min(seg)
-
-
 def _first_nan(seg):
     for i, x in enumerate(seg):
         if x != x:
@@ -100,11 +92,11 @@ def _running(seg, better):
     return vals, idxs
 
 
-def _ge(a, b):
+def _gt(a, b):
     return a > b
 
 
-def _le(a, b):
+def _lt(a, b):
     return a < b
 
 
@@ -131,7 +123,7 @@ def scan(op, a, dim):
                 acc = acc + x if op == "cumsum" else acc * x
                 res.append(acc)
         else:
-            vals, idxs = _running(seg, _ge if op in ("cummax", "cumargmax") else _le)
+            vals, idxs = _running(seg, _gt if op in ("cummax", "cumargmax") else _lt)
             res = vals if op in ("cummax", "cummin") else idxs
         for p, r in zip(pos, res):
             out[p] = r
