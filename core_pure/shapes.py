@@ -20,6 +20,11 @@ def row_major_strides(shape):
     return tuple(strides)
 
 
+def conv_out_size(size, kernel, stride, pad, dilation):
+    """Output length of a convolution or pooling window along one dim; ``pad`` is (before, after)."""
+    return (size + pad[0] + pad[1] - dilation * (kernel - 1) - 1) // stride + 1
+
+
 def broadcast_shapes(a, b, op):
     """The shape ``a`` and ``b`` broadcast to, or a ShapeError naming both."""
     if a == b:

@@ -9,6 +9,7 @@ import ember
 from ember import dtypes
 from ember.backend import COMPARISONS, Backend
 from ember.errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
+from ember.shapes import conv_out_size
 
 from . import rules
 from .gradients import Gradients
@@ -41,10 +42,6 @@ class _Const:
 
 def _value(a):
     return a.value if type(a) is AdArray else a
-
-
-def _out_size(size, k, s, pad, d):
-    return (size + pad[0] + pad[1] - d * (k - 1) - 1) // s + 1
 
 
 class Autodiff(Backend):
@@ -297,7 +294,7 @@ class Autodiff(Backend):
                                                           b.node is not None))
 
     def conv(self, x, w, stride, padding, dilation, groups):
-        spatial = tuple(_out_size(n, k, s, p, d) for n, k, s, p, d in
+        spatial = tuple(conv_out_size(n, k, s, p, d) for n, k, s, p, d in
                         zip(x.shape[2:], w.shape[2:], stride, padding, dilation))
         shape = (x.shape[0], w.shape[0]) + spatial
         value = self.inner.conv(x.value, w.value, stride, padding, dilation, groups)
@@ -306,7 +303,7 @@ class Autodiff(Backend):
                                                         x.node is not None, w.node is not None))
 
     def pool(self, op, x, kernel, stride, padding, dilation):
-        spatial = tuple(_out_size(n, k, s, p, d) for n, k, s, p, d in
+        spatial = tuple(conv_out_size(n, k, s, p, d) for n, k, s, p, d in
                         zip(x.shape[2:], kernel, stride, padding, dilation))
         shape = x.shape[:2] + spatial
         value = self.inner.pool(op, x.value, kernel, stride, padding, dilation)

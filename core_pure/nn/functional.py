@@ -3,7 +3,7 @@ from .. import dtypes
 from ..composite import composite
 from ..elementwise import same_device
 from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
-from ..shapes import dim as _dim
+from ..shapes import conv_out_size, dim as _dim
 from ..tensor import Tensor
 
 _SQRT1_2 = 0.7071067811865476
@@ -157,8 +157,7 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, n, op):
         dtype = dtypes.default_float
     x, weight = x.to(dtype), weight.to(dtype)
     data = dev.conv(x._data, weight._data, stride, pads, dilation, groups)
-    spatial = tuple((x.shape[2 + i] + pads[i][0] + pads[i][1] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
-                    for i in range(n))
+    spatial = tuple(conv_out_size(x.shape[2 + i], kernel[i], stride[i], pads[i], dilation[i]) for i in range(n))
     out = Tensor(data, (x.shape[0], o) + spatial, dtype, dev)
     if bias is not None:
         if type(bias) is not Tensor or bias.shape != (o,):
@@ -200,7 +199,7 @@ def _pool(op, x, kernel_size, stride, padding, dilation, n, name):
                                 % (name, pad, kernel))
     spatial = []
     for i in range(n):
-        size = (x.shape[2 + i] + 2 * pad[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
+        size = conv_out_size(x.shape[2 + i], kernel[i], stride[i], (pad[i], pad[i]), dilation[i])
         if size < 1:
             raise ShapeError("%s: input of shape %s is smaller than the kernel %s" % (name, x.shape, kernel))
         spatial.append(size)

@@ -4,6 +4,7 @@ Both gather, for each output position, the input patch as one list (row slices w
 as step) and reduce it: a dot product with each filter for conv, max or mean for pooling.
 """
 from ... import dtypes
+from ...shapes import conv_out_size
 from .array import CpuArray, values
 from .linalg import _dot
 
@@ -31,10 +32,6 @@ def _padded_planes(v, planes, h, w, pad, fill):
     return out
 
 
-def _out_size(size, k, s, pad, d):
-    return (size + pad[0] + pad[1] - d * (k - 1) - 1) // s + 1
-
-
 def _patches(planes, kernel, stride, dilation, oh, ow):
     """For each output position, the patch over ``planes`` (a list of padded planes), row-major."""
     kh, kw = kernel
@@ -60,8 +57,8 @@ def conv(x, w, stride, padding, dilation, groups):
     n, c = shape[0], shape[1]
     h, wd = (1, shape[2]) if len(shape) == 3 else shape[2:]
     o = w.shape[0]
-    oh = _out_size(h, kernel[0], stride[0], padding[0], dilation[0])
-    ow = _out_size(wd, kernel[1], stride[1], padding[1], dilation[1])
+    oh = conv_out_size(h, kernel[0], stride[0], padding[0], dilation[0])
+    ow = conv_out_size(wd, kernel[1], stride[1], padding[1], dilation[1])
     planes = _padded_planes(values(x), n * c, h, wd, padding, 0.0)
     wv = values(w)
     cg, og = c // groups, o // groups
@@ -84,8 +81,8 @@ def pool(op, x, kernel, stride, padding, dilation):
     kernel, stride, padding, dilation = _as_2d(shape, kernel, stride, padding, dilation)
     n, c = shape[0], shape[1]
     h, wd = (1, shape[2]) if len(shape) == 3 else shape[2:]
-    oh = _out_size(h, kernel[0], stride[0], padding[0], dilation[0])
-    ow = _out_size(wd, kernel[1], stride[1], padding[1], dilation[1])
+    oh = conv_out_size(h, kernel[0], stride[0], padding[0], dilation[0])
+    ow = conv_out_size(wd, kernel[1], stride[1], padding[1], dilation[1])
     fill = float("-inf") if op == "max" else 0.0
     planes = _padded_planes(values(x), n * c, h, wd, padding, fill)
     out = []
