@@ -21,6 +21,7 @@ from array import array
 
 from ... import dtypes
 from ...errors import IndexOutOfRange
+from ...shapes import conv_out_size
 from . import ckernels as _ck
 from . import conv as _conv
 from . import elementwise as _ew
@@ -570,8 +571,8 @@ def _conv_params(shape, kernel, stride, padding, dilation, groups, out_channels)
         n, c, h, w = shape
     kh, kw = kernel
     (pt, pb), (pl, pr) = padding
-    oh = (h + pt + pb - dilation[0] * (kh - 1) - 1) // stride[0] + 1
-    ow = (w + pl + pr - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    oh = conv_out_size(h, kh, stride[0], (pt, pb), dilation[0])
+    ow = conv_out_size(w, kw, stride[1], (pl, pr), dilation[1])
     params = (n, c, h, w, out_channels, kh, kw, stride[0], stride[1], pt, pb, pl, pr, dilation[0], dilation[1],
               groups, oh, ow)
     channels = out_channels if out_channels else c
@@ -735,8 +736,8 @@ def _conv2d_fast(x, weight, bias, stride, padding, dilation, groups):
         return None
     if bias is not None and (not _f32(bias, Tensor) or bias.shape != (o,)):
         return None
-    oh = (h + 2 * pad[0] - dil[0] * (kh - 1) - 1) // st[0] + 1
-    ow = (w + 2 * pad[1] - dil[1] * (kw - 1) - 1) // st[1] + 1
+    oh = conv_out_size(h, kh, st[0], (pad[0], pad[0]), dil[0])
+    ow = conv_out_size(w, kw, st[1], (pad[1], pad[1]), dil[1])
     if oh < 1 or ow < 1 or n == 0 or o == 0:
         return None
     xs, ws = _contig(x._data), _contig(weight._data)
@@ -767,8 +768,8 @@ def _pool2d_fast(op, x, kernel_size, stride, padding, dilation):
     if pad[0] < 0 or pad[1] < 0 or pad[0] > k[0] // 2 or pad[1] > k[1] // 2:
         return None
     n, c, h, w = x.shape
-    oh = (h + 2 * pad[0] - dil[0] * (k[0] - 1) - 1) // st[0] + 1
-    ow = (w + 2 * pad[1] - dil[1] * (k[1] - 1) - 1) // st[1] + 1
+    oh = conv_out_size(h, k[0], st[0], (pad[0], pad[0]), dil[0])
+    ow = conv_out_size(w, k[1], st[1], (pad[1], pad[1]), dil[1])
     if oh < 1 or ow < 1:
         return None
     xs = _contig(x._data)
