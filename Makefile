@@ -4,7 +4,7 @@
 #   make test-py    pytest in .venv, EMBER_REQUIRE_BACKENDS=cpu unless overridden
 #   make test-mpy   tests/core + tests/conformance under MicroPython (node)
 #   make demo       every examples/*.py on CPython, then on MicroPython; ends training on the digits
-#   make bench      every bench/*.py on CPython
+#   make bench      every bench/*.py on CPython (bench/_*.py are shared helpers)
 #   make cross-check  compile the portable C kernels for aarch64 and Cortex-M4 (zig cc)
 #   make clean      remove .venv, node_modules and build leftovers
 #
@@ -89,8 +89,9 @@ demo: $(VENV) node_modules
 	  node tests/mpy/run.mjs --script "$$f"; \
 	done
 
+# bench/_*.py are helpers the benchmarks import, not benchmarks
 bench: $(VENV)
-	@shopt -s nullglob; files=(bench/*.py); \
+	@shopt -s nullglob; files=(bench/[!_]*.py); \
 	if [ $${#files[@]} -eq 0 ]; then echo "no bench/*.py"; exit 0; fi; \
 	for f in $$(printf '%s\n' "$${files[@]}" | LC_ALL=C sort); do \
 	  echo "==> $$f"; \

@@ -24,6 +24,8 @@ import random
 import sys
 import time
 
+from _load import LoadMeter  # bench/_load.py: this script's folder is on sys.path
+
 GOAL_ADD16_OVERHEAD_US = 1.5
 SMALL = ("add16", "mul16", "sum16", "matmul4")
 QUIET_CORES = 0.3
@@ -40,32 +42,6 @@ def parse_args(argv):
                    help="cpu: this process's CPU time, which busy neighbours do not inflate (default); "
                         "wall: elapsed time")
     return p.parse_args(argv)
-
-
-class LoadMeter:
-    """CPU time other processes used while we measured, in cores (Linux /proc/stat; None elsewhere)."""
-
-    def __init__(self):
-        self.start = self._snapshot()
-
-    @staticmethod
-    def _snapshot():
-        try:
-            with open("/proc/stat") as f:
-                fields = [int(v) for v in f.readline().split()[1:]]
-        except (OSError, ValueError):
-            return None
-        hz = os.sysconf("SC_CLK_TCK")
-        busy = (sum(fields[:8]) - fields[3] - fields[4]) / hz
-        t = os.times()
-        return busy, t[0] + t[1], time.perf_counter()
-
-    def foreign_cores(self):
-        end = self._snapshot()
-        if self.start is None or end is None:
-            return None
-        busy, own, wall = (e - s for e, s in zip(end, self.start))
-        return max(0.0, (busy - own) / wall) if wall > 0 else None
 
 
 def median(xs):

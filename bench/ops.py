@@ -284,33 +284,6 @@ def _flat(x):
     return [x]
 
 
-class LoadMeter:
-    """CPU time other processes used while we measured, in cores (Linux /proc/stat; None elsewhere)."""
-
-    def __init__(self):
-        import os
-        self.os = os
-        self.start = self._snapshot()
-
-    def _snapshot(self):
-        try:
-            with open("/proc/stat") as f:
-                fields = [int(v) for v in f.readline().split()[1:]]
-        except (OSError, ValueError):
-            return None
-        hz = self.os.sysconf("SC_CLK_TCK")
-        busy = (sum(fields[:8]) - fields[3] - fields[4]) / hz  # all but idle and iowait
-        t = self.os.times()
-        return busy, t[0] + t[1], time.perf_counter()
-
-    def foreign_cores(self):
-        end = self._snapshot()
-        if self.start is None or end is None:
-            return None
-        busy, own, wall = (e - s for e, s in zip(end, self.start))
-        return max(0.0, (busy - own) / wall) if wall > 0 else None
-
-
 def run_micropython(runner):
     """(ember's MicroPython figures as a dict, their title line), or (None, why there are none)."""
     import json
@@ -338,6 +311,8 @@ def run_micropython(runner):
 
 def main_cpython(argv):
     import json
+
+    from _load import LoadMeter  # bench/_load.py (CPython only: this script also runs on MicroPython)
     import platform
     import random
 

@@ -48,6 +48,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = str(THREADS)  # read when numpy/torch load: set before importing them
 
 import ember  # noqa: E402
+from _load import LoadMeter  # noqa: E402  (bench/_load.py: this script's folder is on sys.path)
 import ember.nn.functional as F  # noqa: E402
 from ember.accel.autodiff import Autodiff  # noqa: E402
 from ember.accel.optim import SGD  # noqa: E402
@@ -180,32 +181,6 @@ def calibrate(step, target_s):
             break
         n *= 4
     return max(1, int(n * target_s / max(t, 1e-9)))
-
-
-class LoadMeter:
-    """CPU time other processes used since creation, in cores (Linux /proc/stat; None elsewhere)."""
-
-    def __init__(self):
-        self.start = self._snapshot()
-
-    @staticmethod
-    def _snapshot():
-        try:
-            with open("/proc/stat") as f:
-                fields = [int(v) for v in f.readline().split()[1:]]
-        except (OSError, ValueError):
-            return None
-        hz = os.sysconf("SC_CLK_TCK")
-        busy = (sum(fields[:8]) - fields[3] - fields[4]) / hz
-        t = os.times()
-        return busy, t[0] + t[1], time.perf_counter()
-
-    def foreign_cores(self):
-        end = self._snapshot()
-        if self.start is None or end is None:
-            return None
-        busy, own, wall = (e - s for e, s in zip(end, self.start))
-        return max(0.0, (busy - own) / wall) if wall > 0 else None
 
 
 def median(xs):
