@@ -88,7 +88,6 @@ def child(threads, quick):
     rounds = 3 if quick else 9
     target = 0.03 if quick else 0.1
     out = {"threads": threads, "isa": ckernels.isa(), "numpy": np.__version__, "torch": torch.__version__}
-    g = ember.Generator(0)
     rng = np.random.default_rng(0)
     checks = {}
 

@@ -49,12 +49,10 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import ember  # noqa: E402
 from _load import LoadMeter  # noqa: E402  (bench/_load.py: this script's folder is on sys.path)
+from _models import LeNet, MLP  # noqa: E402  (bench/_models.py, shared with bench/gpu.py)
 import ember.nn.functional as F  # noqa: E402
 from ember.accel.autodiff import Autodiff  # noqa: E402
 from ember.accel.optim import SGD  # noqa: E402
-from ember.nn.conv import Conv2d  # noqa: E402
-from ember.nn.linear import Linear  # noqa: E402
-from ember.nn.module import Module  # noqa: E402
 
 BATCH = 64
 LR = 0.01
@@ -65,30 +63,6 @@ MIN_KEPT = 3
 
 # -- models --------------------------------------------------------------------------------------------
 
-class MLP(Module):
-    def __init__(self, gen):
-        super().__init__()
-        self.fc1 = Linear(784, 128, generator=gen)
-        self.fc2 = Linear(128, 10, generator=gen)
-
-    def forward(self, x):
-        return self.fc2(F.relu(self.fc1(x)))
-
-
-class LeNet(Module):
-    def __init__(self, gen):
-        super().__init__()
-        self.conv1 = Conv2d(1, 6, 5, padding=2, generator=gen)
-        self.conv2 = Conv2d(6, 16, 5, generator=gen)
-        self.fc1 = Linear(400, 120, generator=gen)
-        self.fc2 = Linear(120, 84, generator=gen)
-        self.fc3 = Linear(84, 10, generator=gen)
-
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        x = x.flatten(1)
-        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
 
 
 def torch_model(torch, name):
