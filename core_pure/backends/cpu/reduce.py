@@ -1,6 +1,5 @@
 """Reductions of the Cpu backend along one dim; the reduced dim stays with size 1."""
 import math
-from functools import reduce as _fold
 
 from ... import dtypes
 from . import scalar as S
@@ -41,7 +40,10 @@ if hasattr(math, "prod"):
     _prod = math.prod
 else:
     def _prod(seg):
-        return _fold(S.mul, seg, 1)
+        p = 1
+        for v in seg:
+            p = p * v
+        return p
 
 
 def reduce(op, a, dim):

@@ -9,10 +9,21 @@ INF = float("inf")
 NAN = float("nan")
 
 
+def _operator():
+    # CPython's operator functions are the fastest map arguments; stock MicroPython ports have no
+    # operator module at all, and the wasm port's lacks add/mul/...
+    try:
+        import operator
+    except ImportError:
+        return None
+    return operator
+
+
+_OPERATOR = _operator()
+
+
 def _binop(sym):
-    # MicroPython's operator module lacks add/mul/...; CPython's are the fastest map arguments
-    import operator
-    fn = getattr(operator, sym, None)
+    fn = getattr(_OPERATOR, sym, None)
     if fn is not None:
         return fn
     return {
@@ -28,8 +39,7 @@ def _binop(sym):
 # Where ``operator`` lacks add/mul (MicroPython), ``map`` would call a lambda per element; an
 # inline comprehension is about 2.5x faster there. None on CPython, where map(operator.add) wins.
 def _inline_kernels():
-    import operator
-    if hasattr(operator, "add"):
+    if hasattr(_OPERATOR, "add"):
         return None
     return {
         "add": lambda a, b: [x + y for x, y in zip(a, b)],
