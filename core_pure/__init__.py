@@ -6,7 +6,7 @@
 """
 from .dtypes import (bool_, int8, int32, int64, float16, bfloat16, float32, float64, DType)
 from .errors import (EmberError, ShapeError, DTypeError, DeviceError, IndexOutOfRange, ArgumentError,
-                     ArgumentTypeError, RecordError, OutOfMemoryError)
+                     ArgumentTypeError, RecordError, OutOfMemoryError, DeployError)
 from .tensor import Tensor
 from .backend import Backend
 from .backends.cpu import Cpu

@@ -18,6 +18,7 @@ _KINDS = (
     ("ArgumentTypeError", TypeError, "An argument of the wrong Python type (a string where a tensor belongs, ...)."),
     ("RecordError", ValueError, "A weights file that is corrupt, truncated, hostile or does not fit the module."),
     ("OutOfMemoryError", MemoryError, "A device (or its memory pool's cap) has no room for a new buffer."),
+    ("DeployError", ValueError, "A model, record or board that the deployment path cannot serve, named."),
 )
 
 
@@ -45,3 +46,4 @@ ArgumentError = _classes["ArgumentError"]
 ArgumentTypeError = _classes["ArgumentTypeError"]
 RecordError = _classes["RecordError"]
 OutOfMemoryError = _classes["OutOfMemoryError"]
+DeployError = _classes["DeployError"]

@@ -1,0 +1,122 @@
+"""The model side of a deployment: the model file's imports mapped onto ``ember.micro``, and the
+model built with the full ember, checked layer by layer against what the deployment path has."""
+import ast
+import importlib.util
+import os
+
+from ember.errors import DeployError
+
+# what a model file may import from ember, and where each name lives in ember.micro
+_MODULE = {"Module": "module", "Sequential": "module"}
+_AFFINE = {"Linear": "affine", "Conv2d": "affine"}
+_LAYERS = {n: "layers" for n in ("ReLU", "MaxPool2d", "AvgPool2d", "Flatten", "Identity", "Dropout")}
+FUNCTIONAL = ("relu", "max_pool2d", "avg_pool2d", "flatten", "dropout")
+LAYERS = dict(_MODULE, **_AFFINE, **_LAYERS)
+NAMES = {
+    "ember.nn": LAYERS,
+    "ember.nn.layers": LAYERS,
+    "ember.nn.module": _MODULE,
+    "ember.nn.linear": {"Linear": "affine"},
+    "ember.nn.conv": {"Conv2d": "affine"},
+    "ember.nn.activation": {"ReLU": "layers"},
+    "ember.nn.pool": {"MaxPool2d": "layers", "AvgPool2d": "layers"},
+    "ember.nn.flatten": {"Flatten": "layers", "Identity": "layers"},
+    "ember.nn.dropout": {"Dropout": "layers"},
+}
+# modules a board's MicroPython has that a model file may import as they are
+STDLIB = ("math", "array", "struct", "gc", "sys", "time", "micropython")
+
+
+def parse_spec(spec):
+    """``path/to/model.py:ClassName`` -> (path, class name)."""
+    path, sep, cls = spec.rpartition(":")
+    if not sep or not path.endswith(".py") or not cls.isidentifier():
+        raise DeployError("deploy: --model must be FILE.py:ClassName, found %r" % (spec,))
+    if not os.path.isfile(path):
+        raise DeployError("deploy: model file %s does not exist" % path)
+    return path, cls
+
+
+def shims(path):
+    """{module name: source} of the ``ember`` modules the model file imports, each re-exporting
+    the ``ember.micro`` names it uses; a ``DeployError`` names any import a board cannot serve."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    wanted = {}  # module -> set of names ("*F*" for the functional module itself)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                _want(wanted, a.name, None, path, node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                raise DeployError("deploy: %s:%d: relative imports are not in the deployment path" % (path, node.lineno))
+            for a in node.names:
+                _want(wanted, node.module, a.name, path, node.lineno)
+    out = {"ember": '"""ember on a board: the deployment runtime (ember.micro) under ember\'s module names."""\n'}
+    for mod, names in wanted.items():
+        if mod == "ember.nn.functional":
+            out[mod] = "from ember.micro.functional import %s, __getattr__\n" % ", ".join(FUNCTIONAL)
+            continue
+        lines, table = [], NAMES[mod]
+        for name in sorted(names):
+            lines.append("from ember.micro.%s import %s\n" % (table[name], name))
+        out[mod] = "".join(lines)
+    for mod in list(out):  # every parent must exist: ember.nn.conv needs ember.nn
+        parts = mod.split(".")
+        for i in range(1, len(parts)):
+            out.setdefault(".".join(parts[:i]), "")
+    return out, sorted({t for m, ns in wanted.items() if m in NAMES for n in ns for t in [NAMES[m][n]]})
+
+
+def _want(wanted, module, name, path, line):
+    where = "%s:%d" % (path, line)
+    if module in STDLIB:
+        return
+    if module == "ember.nn.functional" and name is None:
+        wanted.setdefault(module, set())
+        return
+    if module == "ember.nn" and name == "functional":
+        wanted.setdefault("ember.nn.functional", set())
+        wanted.setdefault("ember.nn", set())
+        return
+    if module in ("ember", "ember.nn") and name is None:
+        wanted.setdefault(module, set())
+        return
+    if module not in NAMES:
+        raise DeployError("deploy: %s imports %s, which the deployment path lacks (a board has: %s, %s)"
+                          % (where, module, ", ".join(sorted(NAMES)), "ember.nn.functional"))
+    if name is None or name == "*":
+        raise DeployError("deploy: %s: import the names a model uses from %s (from %s import Linear, ...)"
+                          % (where, module, module))
+    if name not in NAMES[module]:
+        raise DeployError("deploy: %s imports %s from %s, a layer the deployment path lacks (it has: %s)"
+                          % (where, name, module, ", ".join(sorted(NAMES[module]))))
+    wanted.setdefault(module, set()).add(name)
+
+
+def build(path, cls_name):
+    """The model class from ``path`` built with the full ember under ``init.skip()``."""
+    from ember.nn import init
+    spec = importlib.util.spec_from_file_location("_ember_deploy_model", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cls = getattr(module, cls_name, None)
+    if cls is None:
+        raise DeployError("deploy: %s has no class %s" % (path, cls_name))
+    with init.skip():
+        try:
+            return cls()
+        except TypeError as e:
+            raise DeployError("deploy: %s() must build with no arguments (%s)" % (cls_name, e))
+
+
+def check_layers(model):
+    """Every submodule is a layer the deployment path has (or a container without tensors of its own)."""
+    for name, m in model.named_modules():
+        kind = type(m).__name__
+        if kind in LAYERS and type(m).__module__.startswith("ember.nn"):
+            continue
+        own = [n for n, _ in m.named_parameters() if "." not in n] + [n for n, _ in m.named_buffers() if "." not in n]
+        if own or type(m).__module__.startswith("ember."):
+            raise DeployError("deploy: %s%s is a %s, a layer the deployment path lacks (it has: %s)"
+                              % (type(model).__name__, "." + name if name else "", kind, ", ".join(sorted(LAYERS))))

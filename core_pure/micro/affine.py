@@ -1,0 +1,205 @@
+"""The multiply-accumulate layers, ``Linear`` and ``Conv2d``, over int8 or float32 weights.
+
+Constructing one allocates nothing: its tensors arrive from the record (``Module.load``), int8
+with scales or float32. Arguments only training uses (``generator``, ``device``, ...) are
+accepted and ignored, so a model definition written for ember runs here unchanged.
+
+Every output is ``acc * m[o] + a[o]``, where ``acc`` sums input x weight over the window (exact
+small integers when both are int8: no float and no big integer per multiply):
+
+- int8 in and out: ``m = s_in * w_scale[o] / s_out``, ``a = bias[o] / s_out + 0.5``, then floor and
+  clamp to [-127, 127] (the scale ``s_in`` is the incoming tensor's own);
+- int8 in, float out (the model's last layer): ``m = s_in * w_scale[o]``, ``a = bias[o]``;
+- float in, int8 weights (dequantized on the fly): ``m = w_scale[o]``; float weights: ``m = 1``.
+"""
+from math import floor
+
+from . import functional as F
+from .functional import dequantize, quantize
+from .module import Module
+from .tensor import ArgumentError, DeployError, ShapeError, empty, scratch
+
+
+def _coefficients(layer, s_in, out_channels):
+    """(m, a, int8 output?) for this layer and input scale, computed once and kept on the layer."""
+    key = layer._coef
+    if key is not None and key[0] == s_in:
+        return key[1], key[2], key[3]
+    ws, b, s_out = layer.weight_scale, layer.bias, layer.output_scale
+    quant_out = s_in is not None and s_out is not None
+    m, a = scratch("f", out_channels), scratch("f", out_channels)
+    for o in range(out_channels):
+        scale = (ws[o] if ws is not None else 1.0) * (s_in if s_in is not None else 1.0)
+        bias = b[o] if b is not None else 0.0
+        if quant_out:
+            m[o], a[o] = scale / s_out, bias / s_out + 0.5
+        else:
+            m[o], a[o] = scale, bias
+    layer._coef = (s_in, m, a, quant_out)
+    return m, a, quant_out
+
+
+def _inputs(layer, x):
+    """The input as the layer computes with it: int8 when its activations are quantized."""
+    if layer.input_scale is not None:
+        return quantize(x, layer.input_scale) if x.scale is None else x
+    return dequantize(x)
+
+
+class _Affine(Module):
+    """What Linear and Conv2d share: their record tensors (``TENSORS``) and cached coefficients."""
+
+    TENSORS = ("weight", "bias", "weight_scale", "input_scale", "output_scale")
+
+    def _empty(self, bias):
+        self.has_bias, self.int8 = bias, False
+        self.weight = self.bias = self.weight_scale = self.input_scale = self.output_scale = None
+        self._coef = self._taps = None
+
+
+class Linear(_Affine):
+    def __init__(self, in_features, out_features, bias=True, device=None, generator=None, dtype=None):
+        self.in_features, self.out_features = in_features, out_features
+        self._empty(bias)
+
+    def weight_shape(self):
+        return (self.out_features, self.in_features)
+
+    def forward(self, x):
+        return linear(self, x)
+
+
+class Conv2d(_Affine):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, generator=None, dtype=None):
+        op = "Conv2d"
+        if padding_mode != "zeros":
+            raise DeployError("Conv2d: padding_mode=%r is not in the deployment path" % (padding_mode,))
+        if groups < 1 or in_channels % groups or out_channels % groups:
+            raise ArgumentError("Conv2d: groups=%r must divide in_channels %d and out_channels %d"
+                                % (groups, in_channels, out_channels))
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = F.pair(kernel_size, "kernel_size", op)
+        self.stride = F.pair(stride, "stride", op)
+        self.dilation = F.pair(dilation, "dilation", op)
+        if padding == "valid":
+            padding = 0
+        elif padding == "same":
+            padding = _same(self.kernel_size, self.dilation, self.stride)
+        self.padding = F.pair(padding, "padding", op)
+        self._empty(bias)
+
+    def weight_shape(self):
+        return (self.out_channels, self.in_channels // self.groups) + self.kernel_size
+
+    def forward(self, x):
+        F.nchw(x, "Conv2d")
+        return conv2d(self, x)
+
+
+def _same(kernel, dilation, stride):
+    pads = []
+    for k, d in zip(kernel, dilation):
+        total = d * (k - 1)
+        if total % 2:
+            raise DeployError("Conv2d: padding='same' with an even kernel pads unevenly, which the deployment "
+                              "path lacks")
+        pads.append(total // 2)
+    if stride != (1, 1):
+        raise ArgumentError("Conv2d: padding='same' needs stride 1, found %s" % (stride,))
+    return tuple(pads)
+
+
+def conv2d(layer, x):
+    n, c, h, w = x.shape
+    if c != layer.in_channels:
+        raise ShapeError("Conv2d: expected %d input channels, found input of shape %s" % (layer.in_channels, x.shape))
+    x = _inputs(layer, x)
+    kh, kw = layer.kernel_size
+    sh, sw = layer.stride
+    ph, pw = layer.padding
+    dh, dw = layer.dilation
+    if ph or pw:
+        x = _pad(x, ph, pw)
+        h, w = h + 2 * ph, w + 2 * pw
+    oh, ow = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
+    if oh < 1 or ow < 1:
+        raise ShapeError("Conv2d: input of shape %s is smaller than the kernel %s" % (x.shape, layer.kernel_size))
+    oc, groups = layer.out_channels, layer.groups
+    cin, cout = c // groups, oc // groups
+    m, a, quant_out = _coefficients(layer, x.scale, oc)
+    taps = _taps(layer, cin, kh, kw, dh, dw, h, w)
+    k = len(taps)
+    out = empty("b" if quant_out else "f", (n, oc, oh, ow), (x,), layer.output_scale if quant_out else None)
+    src, dst, wt, i = x.data, out.data, layer.weight, 0
+    for img in range(n):
+        for o in range(oc):
+            x0 = (img * c + (o // cout) * cin) * h * w
+            w0, mo, ao = o * k, m[o], a[o]
+            for oy in range(oh):
+                row = x0 + oy * sh * w
+                for ox in range(ow):
+                    base = row + ox * sw
+                    acc = 0
+                    for t in range(k):
+                        acc += src[base + taps[t]] * wt[w0 + t]
+                    i = _store(dst, i, acc * mo + ao, quant_out)
+    return out
+
+
+def linear(layer, x):
+    f_in, f_out = layer.in_features, layer.out_features
+    if not x.shape or x.shape[-1] != f_in:
+        raise ShapeError("Linear: expected inputs with last dim %d, found shape %s" % (f_in, x.shape))
+    x = _inputs(layer, x)
+    m, a, quant_out = _coefficients(layer, x.scale, f_out)
+    out = empty("b" if quant_out else "f", x.shape[:-1] + (f_out,), (x,), layer.output_scale if quant_out else None)
+    src, dst, wt, i = x.data, out.data, layer.weight, 0
+    for x0 in range(0, len(src), f_in):
+        for o in range(f_out):
+            w0 = o * f_in
+            acc = 0
+            for t in range(f_in):
+                acc += src[x0 + t] * wt[w0 + t]
+            i = _store(dst, i, acc * m[o] + a[o], quant_out)
+    return out
+
+
+def _store(dst, i, v, quant):
+    if quant:
+        v = floor(v)
+        v = 127 if v > 127 else -127 if v < -127 else v
+    dst[i] = v
+    return i + 1
+
+
+def _taps(layer, cin, kh, kw, dh, dw, h, w):
+    """The offset of each weight's input element from the window's corner, kept per input size."""
+    key = layer._taps
+    if key is not None and key[0] == h and key[1] == w:
+        return key[2]
+    taps = scratch("i", cin * kh * kw)
+    t = 0
+    for ci in range(cin):
+        for ky in range(kh):
+            for kx in range(kw):
+                taps[t] = (ci * h + ky * dh) * w + kx * dw
+                t += 1
+    layer._taps = (h, w, taps)
+    return taps
+
+
+def _pad(x, ph, pw):
+    """A zero-padded copy (zero is the same in int8, whatever the scale)."""
+    n, c, h, w = x.shape
+    hp, wp = h + 2 * ph, w + 2 * pw
+    quant = x.scale is not None
+    out = empty("b" if quant else "f", (n, c, hp, wp), (x,), x.scale)
+    src, dst, zero = x.data, out.data, 0 if quant else 0.0
+    for i in range(len(dst)):
+        dst[i] = zero
+    for plane in range(n * c):
+        for y in range(h):
+            s0, d0 = (plane * h + y) * w, (plane * hp + y + ph) * wp + pw
+            dst[d0:d0 + w] = src[s0:s0 + w]
+    return out

@@ -1,0 +1,133 @@
+"""Loading a safetensors record into a deployed model: tensor by tensor, each read straight into
+its own array (int8 weights cost one byte each), every name, dtype, shape and offset checked."""
+import json
+
+from .tensor import RecordError, scratch
+from .affine import _Affine
+from .module import Module
+
+MAX_HEADER = 1 << 20  # bytes: a board's record header is a few KB
+_CODES = {"F32": ("f", 4), "I8": ("b", 1), "I32": ("i", 4)}
+
+
+def header(f, path, size):
+    """The header's JSON object and where the data begins."""
+    head = f.read(8)
+    if len(head) != 8:
+        raise RecordError("%s: not a record: %d bytes long" % (path, size))
+    n = int.from_bytes(head, "little")
+    if n > MAX_HEADER or 8 + n > size:
+        raise RecordError("%s: header length %d does not fit a %d-byte file (limit %d)" % (path, n, size, MAX_HEADER))
+    try:
+        h = json.loads(f.read(n))
+    except ValueError:
+        raise RecordError("%s: the header is not valid JSON" % path)
+    if type(h) is not dict:
+        raise RecordError("%s: the header is not a JSON object" % path)
+    return h, 8 + n
+
+
+def read(f, path, name, entry, base, size):
+    """(array, shape) of one tensor: F32 as array('f'), I8 as array('b'), I32 as array('i')."""
+    if type(entry) is not dict or entry.get("dtype") not in _CODES:
+        raise RecordError("%s: %r: expected dtype F32, I8 or I32, found %r" % (
+            path, name, entry.get("dtype") if type(entry) is dict else entry))
+    code, item = _CODES[entry["dtype"]]
+    shape, offsets = entry.get("shape"), entry.get("data_offsets")
+    if type(shape) is not list or [d for d in shape if type(d) is not int or d < 0]:
+        raise RecordError("%s: %r: bad shape %r" % (path, name, shape))
+    count = 1
+    for d in shape:
+        count *= d
+    if (type(offsets) is not list or len(offsets) != 2 or [o for o in offsets if type(o) is not int]
+            or offsets[1] - offsets[0] != count * item or offsets[0] < 0 or base + offsets[1] > size):
+        raise RecordError("%s: %r: data_offsets %r do not hold %d %s values inside the file"
+                          % (path, name, offsets, count, entry["dtype"]))
+    a = scratch(code, count)
+    f.seek(base + offsets[0])
+    if count and f.readinto(a) != count * item:
+        raise RecordError("%s: %r: the file ends inside the tensor" % (path, name))
+    return a, tuple(shape)
+
+
+def load(model, path):
+    """Fill ``model``'s layers from ``path``; any unknown, missing or misshapen tensor raises a
+    ``RecordError`` naming it."""
+    f = open(path, "rb")
+    try:
+        f.seek(0, 2)
+        size = f.tell()
+        f.seek(0)
+        h, base = header(f, path, size)
+        names = [k for k in h if k != "__metadata__"]
+        names.sort(key=lambda k: _start(h[k]))  # in file order: one forward sweep over the flash
+        for name in names:
+            layer, attr = _resolve(model, name, path)
+            a, shape = read(f, path, name, h[name], base, size)
+            _set(layer, attr, a, shape, h[name]["dtype"], path, name)
+    finally:
+        f.close()
+    _check_complete(model, path)
+
+
+def _start(entry):
+    offsets = entry.get("data_offsets") if type(entry) is dict else None
+    return offsets[0] if type(offsets) is list and offsets and type(offsets[0]) is int else 0
+
+
+def _resolve(model, name, path):
+    parts = name.split(".")
+    m = model
+    for p in parts[:-1]:
+        m = m.child(p) if isinstance(m, Module) else None
+        if m is None:
+            raise RecordError("%s: %r names no layer of %s" % (path, name, type(model).__name__))
+    if not isinstance(m, _Affine) or parts[-1] not in _Affine.TENSORS:
+        raise RecordError("%s: unexpected tensor %r for %s" % (path, name, type(model).__name__))
+    return m, parts[-1]
+
+
+def _set(layer, attr, a, shape, dtype, path, name):
+    out = layer.weight_shape()[0]
+    want = {"weight": layer.weight_shape(), "bias": (out,), "weight_scale": (out,)}.get(attr, ())
+    if shape != want:
+        raise RecordError("%s: %r: expected shape %s, found %s" % (path, name, want, shape))
+    if dtype != "F32" and (attr != "weight" or dtype != "I8"):
+        raise RecordError("%s: %r: expected %s, found %s" % (path, name, "F32 or I8" if attr == "weight" else "F32",
+                                                             dtype))
+    if attr == "weight":
+        layer.int8 = dtype == "I8"
+    if not shape:
+        a = a[0]
+        if not a > 0:  # also refuses nan
+            raise RecordError("%s: %r: a scale must be positive, found %r" % (path, name, a))
+    elif attr == "weight_scale":
+        for v in a:
+            if not v > 0:
+                raise RecordError("%s: %r: every scale must be positive, found %r" % (path, name, v))
+    setattr(layer, attr, a)
+    layer._coef = None
+
+
+def _check_complete(model, path):
+    stack = [("", model)]
+    while stack:
+        prefix, m = stack.pop()
+        for name, c in m.named_children():
+            stack.append((prefix + name + ".", c))
+        if not isinstance(m, _Affine):
+            continue
+        missing = []
+        if m.weight is None:
+            missing.append("weight")
+        if m.has_bias and m.bias is None:
+            missing.append("bias")
+        if m.weight is not None and m.int8 and m.weight_scale is None:
+            missing.append("weight_scale")
+        if missing:
+            raise RecordError("%s: missing %s for %s" % (path, ", ".join(prefix + k for k in missing),
+                                                         type(model).__name__))
+        if m.bias is not None and not m.has_bias:
+            raise RecordError("%s: unexpected %sbias: the layer was built with bias=False" % (path, prefix))
+        if not m.int8 and (m.weight_scale is not None or m.input_scale is not None or m.output_scale is not None):
+            raise RecordError("%s: %sweight is float32 but the record has int8 scales for it" % (path, prefix))

@@ -1,0 +1,126 @@
+"""Running a deployed bundle: load the record and the plan, then classify inputs read one at a time
+from a record of ``inputs`` (float32, (N, ...)) and optional ``labels`` (int32, (N,)).
+
+A bundle's ``main.py`` is three lines over this module::
+
+    from digits_cnn import DigitsCNN
+    from ember.micro import run
+    run.main(DigitsCNN())
+
+Output, one line each: ``y INDEX PREDICTION LOGITS...`` per input, then ``heap ...``, ``time ...``
+and ``correct ...`` (what ``ember deploy --check`` compares with CPython's run).
+"""
+import gc
+import sys
+import time
+
+from .tensor import Arena, RecordError, scratch, tensor, use
+
+
+def load(model, weights="model.safetensors", plan="plan.json"):
+    """``model`` with its tensors from ``weights`` and the arena of ``plan``; returns the model."""
+    import json
+    model.load(weights)
+    with open(plan) as f:
+        p = json.load(f)
+    use(Arena(p))
+    model.input_shape = tuple(p["input"])
+    return model
+
+
+def forget_loader():
+    """Free the record reader's code: a board needs it only at start-up."""
+    name = __name__.rsplit(".", 1)[0] + ".record"
+    if name in sys.modules:
+        del sys.modules[name]
+    gc.collect()
+
+
+class Inputs:
+    """A record of ``inputs`` (float32, (N, ...)) and optional ``labels`` (int32, (N,)), read one
+    input at a time into ``x`` (a (1, ...) tensor)."""
+
+    def __init__(self, path):
+        from .record import header, read
+        f = self.file = open(path, "rb")
+        f.seek(0, 2)
+        size = f.tell()
+        f.seek(0)
+        h, base = header(f, path, size)
+        e = h.get("inputs")
+        if type(e) is not dict or e.get("dtype") != "F32" or type(e.get("shape")) is not list or not e["shape"]:
+            f.close()
+            raise RecordError("%s: expected a float32 tensor 'inputs' (N, ...)" % path)
+        shape = e["shape"]
+        self.count, self.size = shape[0], 1
+        for d in shape[1:]:
+            self.size *= d
+        self.labels = read(f, path, "labels", h["labels"], base, size)[0] if "labels" in h else None
+        self.start = base + e["data_offsets"][0]
+        self.x = tensor(scratch("f", self.size), (1,) + tuple(shape[1:]))
+
+    def read(self, i):
+        self.file.seek(self.start + 4 * self.size * i)
+        self.file.readinto(self.x.data)
+        return self.x
+
+    def close(self):
+        self.file.close()
+
+
+def _now_us():
+    if hasattr(time, "ticks_us"):
+        return time.ticks_us()
+    return int(time.perf_counter() * 1000000)
+
+
+def _since_us(t0):
+    if hasattr(time, "ticks_diff"):
+        return time.ticks_diff(time.ticks_us(), t0)
+    return _now_us() - t0
+
+
+def _heap():
+    gc.collect()
+    return gc.mem_alloc() if hasattr(gc, "mem_alloc") else 0
+
+
+def classify(model, data, out=print):
+    """Run ``model`` on every input of ``data`` (``Inputs``); a line per input; (correct, total)."""
+    correct, peak, spent, labels = 0, 0, 0, data.labels
+    for i in range(data.count):
+        x = data.read(i)
+        t0 = _now_us()
+        y = model(x)
+        spent += _since_us(t0)
+        logits = y.tolist()[0] if len(y.shape) > 1 else y.tolist()
+        pred = y.argmax()
+        out("y %d %d %s" % (i, pred, " ".join(["%.7g" % v for v in logits])))
+        if labels is not None and labels[i] == pred:
+            correct += 1
+        peak = max(peak, _heap())
+    out("heap %d bytes live after an image (peak)" % peak)
+    out("time %.3f ms per image" % (spent / 1000 / max(data.count, 1)))
+    if labels is not None:
+        out("correct %d/%d" % (correct, data.count))
+    return correct, data.count
+
+
+def main(model, weights="model.safetensors", plan="plan.json", data="data.safetensors"):
+    """What a bundle's ``main.py`` calls: load, report the heap, classify ``data`` if present."""
+    impl = sys.implementation
+    print("ember-micro on %s %s" % (impl.name, ".".join([str(v) for v in impl.version[:3]])))
+    print("heap %d bytes live after import" % _heap())
+    load(model, weights, plan)
+    try:
+        inputs = Inputs(data)
+    except OSError:
+        inputs = None
+    forget_loader()
+    print("heap %d bytes live after load" % _heap())
+    if inputs is not None:
+        try:
+            classify(model, inputs)
+        finally:
+            inputs.close()
+    return model

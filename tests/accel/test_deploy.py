@@ -1,0 +1,207 @@
+"""ember deploy: bundles that run on MicroPython's unix port with a board's heap, and every bad
+input a clear error with no partial bundle left behind."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import ember
+from ember import record
+from ember.accel import deploy as D
+from ember.errors import DeployError, RecordError
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODELS = os.path.join(HERE, "deploy_models")
+TINY = os.path.join(MODELS, "tiny.py") + ":Tiny"
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A trained-looking record for Tiny, 12 inputs with labels, 16 calibration inputs."""
+    sys.path.insert(0, MODELS)
+    try:
+        from tiny import Tiny
+    finally:
+        sys.path.remove(MODELS)
+    d = tmp_path_factory.mktemp("deploy")
+    gen = ember.Generator(3)
+    model = Tiny(generator=gen)
+    weights = str(d / "tiny.safetensors")
+    model.save(weights)
+    x = ember.rand(12, 1, 6, 6, generator=gen)
+    labels = model(x).argmax(dim=1)
+    data = str(d / "data.safetensors")
+    record.write(data, [("inputs", x), ("labels", labels)])
+    calib = str(d / "calib.safetensors")
+    record.write(calib, [("inputs", ember.rand(16, 1, 6, 6, generator=gen))])
+    return {"dir": d, "weights": weights, "data": data, "calib": calib}
+
+
+def _no_leftovers(d):
+    assert [n for n in os.listdir(d) if ".partial-" in n or ".old-" in n] == []
+
+
+def test_float32_bundle_runs_on_the_unix_port(files):
+    out = str(files["dir"] / "f32")
+    report = D.deploy("rp2040", files["weights"], TINY, out, precision="float32", data=files["data"],
+                      check=True, log=lambda s: None)
+    assert report["check"]["passed"] and report["check"]["same_predictions"] == 12
+    assert report["deployed_correct"] == report["float32_correct"] == 12
+    names = set(os.listdir(out))
+    assert {"main.py", "tiny.mpy", "model.safetensors", "plan.json", "manifest.py", "report.json",
+            "data.safetensors", "ember", "frozen"} <= names
+    with open(os.path.join(out, "report.json")) as f:
+        assert json.load(f)["flash_bytes"] == report["flash_bytes"]
+    manifest = open(os.path.join(out, "manifest.py")).read()
+    assert 'package("ember", base_path="frozen")' in manifest and 'module("tiny.py"' in manifest
+    # only the runtime the model uses: no parameter-free layer module for a model that imports none
+    assert not os.path.exists(os.path.join(out, "ember", "micro", "layers.mpy"))
+    _no_leftovers(files["dir"])
+
+
+def test_cli_deploys_and_reports(files):
+    out = str(files["dir"] / "cli")
+    proc = subprocess.run([sys.executable, "-m", "ember", "deploy", files["weights"], "--board", "unix",
+                           "--model", TINY, "--out", out, "--precision", "float32", "--input-shape", "1,6,6"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.returncode == 0, proc.stdout
+    assert "flash" in proc.stdout and "heap" in proc.stdout
+    bad = subprocess.run([sys.executable, "-m", "ember", "deploy", files["weights"], "--board", "nosuch",
+                          "--model", TINY, "--out", out + "2", "--input-shape", "1,6,6"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert bad.returncode == 1 and "unknown board 'nosuch'" in bad.stdout and "rp2040" in bad.stdout
+    assert not os.path.exists(out + "2")
+
+
+def _fails(files, match, exc=DeployError, **kw):
+    out = str(files["dir"] / "bad")
+    args = dict(board="unix", weights=files["weights"], model=TINY, out=out, precision="float32",
+                input_shape=(1, 6, 6), log=lambda s: None)
+    args.update(kw)
+    with pytest.raises(exc, match=match):
+        D.deploy(**args)
+    assert not os.path.exists(out)
+    _no_leftovers(files["dir"])
+
+
+def test_unknown_board(files):
+    _fails(files, "unknown board 'pico9'.*rp2040", board="pico9")
+
+
+def test_layer_the_deployment_path_lacks_is_named(files):
+    _fails(files, "BatchNorm2d", model=os.path.join(MODELS, "with_norm.py") + ":WithNorm")
+
+
+def test_op_the_deployment_path_lacks_is_named(files):
+    _fails(files, "gelu is not in the deployment path", model=os.path.join(MODELS, "uses_gelu.py") + ":UsesGelu",
+           weights=_uses_gelu_record(files), input_shape=(1, 2, 2))
+
+
+def _uses_gelu_record(files):
+    path = str(files["dir"] / "gelu.safetensors")
+    record.write(path, [("fc.weight", ember.zeros(2, 4)), ("fc.bias", ember.zeros(2))])
+    return path
+
+
+def test_record_that_does_not_fit_the_model(files):
+    path = str(files["dir"] / "wrong.safetensors")
+    record.write(path, [("conv.weight", ember.zeros(4, 1, 3, 3)), ("conv.bias", ember.zeros(4))])
+    _fails(files, "fc.weight", exc=RecordError, weights=path)
+
+
+def test_board_too_small_says_by_how_much(files):
+    tiny_board = dict(D.board("rp2040"), name="tiny", heap_bytes=4096)
+    _fails(files, r"tiny has 4 KB: \d+ KB short", board=tiny_board)
+
+
+def test_bad_model_spec_and_precision(files):
+    _fails(files, "FILE.py:ClassName", model="tiny.py")
+    _fails(files, "does not exist", model="/nonexistent/x.py:X")
+    _fails(files, "has no class Nope", model=os.path.join(MODELS, "tiny.py") + ":Nope")
+    _fails(files, "precision must be", precision="int4")
+
+
+def test_refuses_to_replace_a_folder_that_is_not_a_bundle(files):
+    other = files["dir"] / "precious"
+    other.mkdir()
+    (other / "notes.txt").write_text("keep me")
+    with pytest.raises(DeployError, match="not an ember bundle"):
+        D.deploy("unix", files["weights"], TINY, str(other), precision="float32", input_shape=(1, 6, 6),
+                 log=lambda s: None)
+    assert (other / "notes.txt").read_text() == "keep me"
+
+
+def test_data_without_inputs(files):
+    path = str(files["dir"] / "noinputs.safetensors")
+    record.write(path, [("images", ember.zeros(2, 1, 6, 6))])
+    _fails(files, "has no 'inputs' tensor", data=path, input_shape=None)
+
+
+# -- the board's record reader (ember.micro.record) on hostile files -------------------------------------
+
+def _micro_tiny():
+    from ember.micro.affine import Conv2d, Linear
+    from ember.micro.module import Module
+
+    class M(Module):
+        def __init__(self):
+            self.conv = Conv2d(1, 4, 3, padding=1)
+            self.fc = Linear(36, 3)
+    return M()
+
+
+def _raw(path, header, data=b""):
+    h = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h + data)
+
+
+@pytest.mark.parametrize("case, match", [
+    ("truncated", "not a record"),
+    ("huge_header", "header length"),
+    ("not_json", "not valid JSON"),
+    ("bad_dtype", "expected dtype F32, I8 or I32"),
+    ("offsets_outside", "data_offsets"),
+    ("wrong_shape", "expected shape"),
+    ("unknown_name", "names no layer"),
+    ("missing", "missing"),
+    ("zero_scale", "positive"),
+    ("nan_scale", "positive"),
+])
+def test_micro_record_reader_refuses_hostile_files(tmp_path, case, match):
+    from ember.micro.record import load
+    path = str(tmp_path / "r.safetensors")
+    ok = {"conv.weight": {"dtype": "I8", "shape": [4, 1, 3, 3], "data_offsets": [0, 36]},
+          "conv.weight_scale": {"dtype": "F32", "shape": [4], "data_offsets": [36, 52]},
+          "conv.bias": {"dtype": "F32", "shape": [4], "data_offsets": [52, 68]},
+          "fc.weight": {"dtype": "F32", "shape": [3, 36], "data_offsets": [68, 500]},
+          "fc.bias": {"dtype": "F32", "shape": [3], "data_offsets": [500, 512]}}
+    import struct
+    data = bytes(36) + struct.pack("<4f", 0.1, 0.1, 0.1, 0.1) + bytes(512 - 52)
+    if case == "truncated":
+        open(path, "wb").write(b"\x01\x02")
+    elif case == "huge_header":
+        open(path, "wb").write((1 << 40).to_bytes(8, "little") + b"{}")
+    elif case == "not_json":
+        open(path, "wb").write((3).to_bytes(8, "little") + b"{x}")
+    else:
+        h = dict(ok)
+        if case == "bad_dtype":
+            h["fc.bias"] = dict(h["fc.bias"], dtype="F64")
+        elif case == "offsets_outside":
+            h["fc.bias"] = dict(h["fc.bias"], data_offsets=[500, 900])
+        elif case == "wrong_shape":
+            h["fc.weight"] = {"dtype": "F32", "shape": [36, 3], "data_offsets": [68, 500]}
+        elif case == "unknown_name":
+            h["head.weight"] = {"dtype": "F32", "shape": [0], "data_offsets": [512, 512]}
+        elif case == "missing":
+            del h["conv.weight_scale"]
+        elif case == "zero_scale":
+            data = bytes(36) + struct.pack("<4f", 0.1, 0.0, 0.1, 0.1) + bytes(512 - 52)
+        elif case == "nan_scale":
+            data = bytes(36) + struct.pack("<4f", 0.1, float("nan"), 0.1, 0.1) + bytes(512 - 52)
+        _raw(path, h, data)
+    with pytest.raises(RecordError, match=match):
+        load(_micro_tiny(), path)

@@ -1,0 +1,115 @@
+"""ember.micro, the deployment runtime: its layers give what ember's own give (float32), int8 math
+is exact integer accumulation with round-half-up requantization, and the arena plan reuses
+buffers. Runs on every interpreter, MicroPython included."""
+from array import array
+
+import ember
+import ember.nn.functional as F
+from ember.micro import functional as MF
+from ember.micro import plan as P
+from ember.micro import tensor as T
+from ember.micro.affine import Conv2d, Linear
+from ember.micro.module import Module
+from harness.check import assert_close, assert_true, raises
+
+
+def _values(n, seed):
+    g = ember.Generator(seed)
+    return ember.rand(n, generator=g).tolist()
+
+
+def _micro(values, shape):
+    return T.tensor(values, shape)
+
+
+def test_float_conv_pool_linear_match_ember():
+    T.use(T.Arena())
+    x = [v - 0.5 for v in _values(2 * 3 * 5 * 5, 1)]
+    w = [v - 0.5 for v in _values(4 * 3 * 3 * 3, 2)]
+    b = _values(4, 3)
+    conv = Conv2d(3, 4, 3, padding=1, stride=1)
+    conv.weight, conv.bias = array("f", w), array("f", b)
+    got = MF.max_pool2d(MF.relu(conv(_micro(x, (2, 3, 5, 5)))), 2)
+    ref = F.max_pool2d(F.relu(F.conv2d(ember.tensor(x).reshape(2, 3, 5, 5), ember.tensor(w).reshape(4, 3, 3, 3),
+                                       ember.tensor(b), padding=1)), 2)
+    assert_true(got.shape == ref.shape, "shape %s vs %s" % (got.shape, ref.shape))
+    assert_close(got.tolist(), ref.tolist(), rtol=1e-5, atol=1e-5)
+    avg = MF.avg_pool2d(_micro(x, (2, 3, 5, 5)), 3, stride=2, padding=1)
+    assert_close(avg.tolist(), F.avg_pool2d(ember.tensor(x).reshape(2, 3, 5, 5), 3, 2, 1).tolist(), atol=1e-6)
+    fc = Linear(16, 3)
+    wl = _values(48, 4)
+    fc.weight, fc.bias = array("f", wl), array("f", [0.5, -0.5, 0.0])
+    flat = got.flatten(1)
+    ref_fc = F.linear(ref.flatten(1), ember.tensor(wl).reshape(3, 16), ember.tensor([0.5, -0.5, 0.0]))
+    assert_close(fc(flat).tolist(), ref_fc.tolist(), rtol=1e-5, atol=1e-5)
+
+
+def test_int8_linear_is_integer_math_rounded_half_up():
+    T.use(T.Arena())
+    fc = Linear(3, 2)
+    fc.weight = array("b", [1, -2, 3, 127, 0, -127])
+    fc.weight_scale = array("f", [0.5, 0.25])
+    fc.bias = array("f", [1.0, -1.0])
+    fc.input_scale, fc.output_scale, fc.int8 = 0.5, 0.25, True
+    x = _micro([1.25, -0.74, 63.6], (1, 3))  # quantized with 0.5: 2.5 -> 3 (half up), -1.48 -> -1, 127.2 -> 127
+    q = MF.quantize(x, 0.5)
+    assert_true(list(q.data) == [3, -1, 127], "quantized %s" % list(q.data))
+    y = fc(x)
+    # acc = [3 + 2 + 381, 381 + 0 - 16129]; y = acc * 0.5 * ws + b, then / 0.25, floor(+0.5), clamp
+    real = [386 * 0.5 * 0.5 + 1.0, -15748 * 0.5 * 0.25 - 1.0]
+    want = [max(-127, min(127, int((v / 0.25 + 0.5) // 1))) for v in real]
+    assert_true(list(y.data) == want and y.scale == 0.25, "int8 out %s, want %s" % (list(y.data), want))
+    fc.output_scale = None  # the last layer: float logits
+    fc._coef = None
+    assert_close(fc(x).tolist(), [real], rtol=1e-6)
+
+
+def test_quantize_rounds_half_up_and_clamps():
+    T.use(T.Arena())
+    q = MF.quantize(_micro([-0.25, 0.25, -0.75, 1000.0, -1000.0], (5,)), 0.5)
+    assert_true(list(q.data) == [0, 1, -1, 127, -127], "got %s" % list(q.data))
+
+
+def test_plan_reuses_buffers_and_runs_relu_in_place():
+    class Net(Module):
+        def __init__(self):
+            self.a = Linear(4, 8)
+            self.b = Linear(8, 4)
+            self.c = Linear(4, 2)
+
+        def forward(self, x):
+            return self.c(MF.relu(self.b(MF.relu(self.a(x)))))
+    net = Net()
+    for layer, (o, i) in ((net.a, (8, 4)), (net.b, (4, 8)), (net.c, (2, 4))):
+        layer.weight, layer.bias = array("f", [0.1] * (o * i)), array("f", [0.0] * o)
+    x = _micro([1.0, 2.0, 3.0, 4.0], (1, 4))
+    trace, y = P.trace(net, x)
+    plan = P.make(trace, y.buf)
+    ops = plan["ops"]
+    assert_true(len(ops) == 5, "ops %s" % ops)
+    assert_true(ops[1][1] == ops[0][1] and ops[3][1] == ops[2][1], "relu not in place: %s" % ops)
+    assert_true(plan["f"] == 8 + 4, "no reuse (26 floats without it): %s" % plan)
+    want = y.tolist()
+    T.use(T.Arena(plan))
+    assert_close(net(x).tolist(), want)
+    assert_close(net(x).tolist(), want)  # a second pass starts the plan again
+
+
+def test_a_forward_that_leaves_its_plan_is_an_error():
+    fc = Linear(2, 2)
+    fc.weight, fc.bias = array("f", [1.0, 0.0, 0.0, 1.0]), array("f", [0.0, 0.0])
+    T.use(T.Arena({"f": 2, "b": 0, "ops": [["f", 0, 2]]}))
+    fc(_micro([1.0, 2.0], (1, 2)))
+    with raises(ValueError, "the plan has 2"):
+        fc(_micro([1.0, 2.0, 3.0, 4.0], (2, 2)))
+
+
+def test_reshape_view_flatten_argmax():
+    T.use(T.Arena())
+    t = _micro([0.0, 5.0, 1.0, 2.0, 9.0, 3.0], (1, 2, 3))
+    assert_true(t.flatten(1).shape == (1, 6) and t.view(-1, 3).shape == (2, 3) and t.reshape(6).shape == (6,))
+    assert_true(t.flatten(1).argmax() == 4 and t.view(2, 3).argmax(dim=1).tolist() == [1, 1])
+    with raises(ValueError, "invalid for 6 elements"):
+        t.reshape(4, -1)
+    with raises(ValueError, "not in the deployment path"):
+        MF.gelu(t)
