@@ -41,7 +41,8 @@ def main(argv=None):
             deploy(args.board, args.record, args.model, args.out, precision=args.precision,
                    calibration=args.calibration, data=args.data, check=args.check, input_shape=args.input_shape)
         except (EmberError, OSError) as e:
-            print("ember deploy: %s" % e, file=sys.stderr)
+            text = str(e)
+            print("ember " + text if text.startswith("deploy:") else "ember deploy: " + text, file=sys.stderr)
             return 1
     return 0
 

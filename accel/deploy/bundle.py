@@ -32,6 +32,7 @@ from .run import compare, micropython_binary, mpy_cross_binary, parse_output, ru
 
 RUNTIME = ("__init__", "tensor", "functional", "module", "affine", "record", "run")
 CODE_HEAP_PER_MPY_BYTE = 2.4  # heap bytes per .mpy byte once imported, measured on the 64-bit unix port
+CHECK_HEAP_CAP = 16 << 20  # bytes: the check of a PSRAM or wasm board runs with this much heap
 
 
 def deploy(board, weights, model, out, precision="int8", calibration=None, data=None, check=False,
@@ -274,7 +275,7 @@ def _check(bundle, profile, reference):
     if reference is None:
         raise DeployError("deploy: --check needs --data (the inputs to compare on)")
     binary = micropython_binary()
-    heap = min(profile["heap_bytes"], 1 << 30)
+    heap = min(profile["heap_bytes"], CHECK_HEAP_CAP)
     out = parse_output(run_micropython(bundle, "main.py", heap, binary), "MicroPython (heap %d)" % heap)
     result = compare(reference, out)
     result.update({"heap_bytes": heap, "live_heap_after_load": out["heap_after_load"],

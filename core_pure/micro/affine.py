@@ -47,13 +47,15 @@ def _inputs(layer, x):
 
 
 class _Affine(Module):
-    """What Linear and Conv2d share: their record tensors (``TENSORS``) and cached coefficients."""
+    """What Linear and Conv2d share: their record tensors (``TENSORS``) and cached coefficients.
+    ``weight`` is a list of one array per output channel (int8 ``'b'`` or float32 ``'f'``)."""
 
     TENSORS = ("weight", "bias", "weight_scale", "input_scale", "output_scale")
 
     def _empty(self, bias):
         self.has_bias, self.int8 = bias, False
         self.weight = self.bias = self.weight_scale = self.input_scale = self.output_scale = None
+        self.weight_at = None  # where each row starts in its buffer (None: each row its own array)
         self._coef = self._taps = None
 
 
@@ -131,18 +133,18 @@ def conv2d(layer, x):
     taps = _taps(layer, cin, kh, kw, dh, dw, h, w)
     k = len(taps)
     out = empty("b" if quant_out else "f", (n, oc, oh, ow), (x,), layer.output_scale if quant_out else None)
-    src, dst, wt, i = x.data, out.data, layer.weight, 0
+    src, dst, wt, at, i = x.data, out.data, layer.weight, layer.weight_at, 0
     for img in range(n):
         for o in range(oc):
             x0 = (img * c + (o // cout) * cin) * h * w
-            w0, mo, ao = o * k, m[o], a[o]
+            wr, w0, mo, ao = wt[o], at[o] if at else 0, m[o], a[o]
             for oy in range(oh):
                 row = x0 + oy * sh * w
                 for ox in range(ow):
                     base = row + ox * sw
                     acc = 0
                     for t in range(k):
-                        acc += src[base + taps[t]] * wt[w0 + t]
+                        acc += src[base + taps[t]] * wr[w0 + t]
                     i = _store(dst, i, acc * mo + ao, quant_out)
     return out
 
@@ -154,13 +156,13 @@ def linear(layer, x):
     x = _inputs(layer, x)
     m, a, quant_out = _coefficients(layer, x.scale, f_out)
     out = empty("b" if quant_out else "f", x.shape[:-1] + (f_out,), (x,), layer.output_scale if quant_out else None)
-    src, dst, wt, i = x.data, out.data, layer.weight, 0
+    src, dst, wt, at, i = x.data, out.data, layer.weight, layer.weight_at, 0
     for x0 in range(0, len(src), f_in):
         for o in range(f_out):
-            w0 = o * f_in
+            wr, w0 = wt[o], at[o] if at else 0
             acc = 0
             for t in range(f_in):
-                acc += src[x0 + t] * wt[w0 + t]
+                acc += src[x0 + t] * wr[w0 + t]
             i = _store(dst, i, acc * m[o] + a[o], quant_out)
     return out
 

@@ -49,7 +49,15 @@ class Module:
 
 class Sequential(Module):
     def __init__(self, *layers):
+        if len(layers) == 1 and type(layers[0]) in (list, tuple):
+            layers = layers[0]
         self.layers = list(layers)
+
+    def __getitem__(self, i):
+        return self.layers[i]
+
+    def __len__(self):
+        return len(self.layers)
 
     def named_children(self):
         return [(str(i), m) for i, m in enumerate(self.layers)]

@@ -27,8 +27,27 @@ def header(f, path, size):
     return h, 8 + n
 
 
-def read(f, path, name, entry, base, size):
-    """(array, shape) of one tensor: F32 as array('f'), I8 as array('b'), I32 as array('i')."""
+def in_place(f):
+    """The address of the file's bytes when they can be read where they lie (a file in a ROMFS
+    partition: flash mapped into memory), else None (an ordinary file, CPython)."""
+    try:
+        import uctypes
+        return uctypes.addressof(memoryview(f))
+    except (ImportError, TypeError, ValueError):
+        return None
+
+
+def _view(address, code, n):
+    """``n`` int8 or float32 values at ``address``, read in place (no heap beyond the view)."""
+    import uctypes
+    kind = uctypes.INT8 if code == "b" else uctypes.FLOAT32
+    return uctypes.struct(address, {"v": (uctypes.ARRAY | 0, kind | n)}, uctypes.LITTLE_ENDIAN).v
+
+
+def read(f, path, name, entry, base, size, rows=False, address=None):
+    """(array, shape) of one tensor: F32 as array('f'), I8 as array('b'), I32 as array('i'); with
+    ``rows``, a list of one array per index of the first dim (small blocks fit a fragmented heap).
+    With ``address`` (see ``in_place``) int8 and aligned float32 rows are views of the file itself."""
     if type(entry) is not dict or entry.get("dtype") not in _CODES:
         raise RecordError("%s: %r: expected dtype F32, I8 or I32, found %r" % (
             path, name, entry.get("dtype") if type(entry) is dict else entry))
@@ -43,11 +62,18 @@ def read(f, path, name, entry, base, size):
             or offsets[1] - offsets[0] != count * item or offsets[0] < 0 or base + offsets[1] > size):
         raise RecordError("%s: %r: data_offsets %r do not hold %d %s values inside the file"
                           % (path, name, offsets, count, entry["dtype"]))
-    a = scratch(code, count)
-    f.seek(base + offsets[0])
-    if count and f.readinto(a) != count * item:
-        raise RecordError("%s: %r: the file ends inside the tensor" % (path, name))
-    return a, tuple(shape)
+    start = base + offsets[0]
+    if rows and count and address is not None and code != "i" and (code == "b" or (address + start) % 4 == 0):
+        return [_view(address + start, code, count)] * shape[0], tuple(shape)  # row r starts at r * k
+    f.seek(start)
+    if not rows or not shape or not count:
+        parts = [scratch(code, count)]
+    else:
+        parts = [scratch(code, count // shape[0]) for _ in range(shape[0])]
+    for a in parts:
+        if len(a) and f.readinto(a) != len(a) * item:
+            raise RecordError("%s: %r: the file ends inside the tensor" % (path, name))
+    return parts if rows else parts[0], tuple(shape)
 
 
 def load(model, path):
@@ -59,11 +85,12 @@ def load(model, path):
         size = f.tell()
         f.seek(0)
         h, base = header(f, path, size)
+        address = in_place(f)
         names = [k for k in h if k != "__metadata__"]
         names.sort(key=lambda k: _start(h[k]))  # in file order: one forward sweep over the flash
         for name in names:
             layer, attr = _resolve(model, name, path)
-            a, shape = read(f, path, name, h[name], base, size)
+            a, shape = read(f, path, name, h[name], base, size, name.endswith(".weight"), address)
             _set(layer, attr, a, shape, h[name]["dtype"], path, name)
     finally:
         f.close()
@@ -97,6 +124,11 @@ def _set(layer, attr, a, shape, dtype, path, name):
                                                              dtype))
     if attr == "weight":
         layer.int8 = dtype == "I8"
+        row = 1
+        for d in shape[1:]:
+            row *= d
+        # rows read in place share one view of the whole tensor: row r starts at r * row
+        layer.weight_at = [r * row for r in range(out)] if out and len(a[0]) != row else None
     if not shape:
         a = a[0]
         if not a > 0:  # also refuses nan

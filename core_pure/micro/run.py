@@ -30,9 +30,12 @@ def load(model, weights="model.safetensors", plan="plan.json"):
 
 def forget_loader():
     """Free the record reader's code: a board needs it only at start-up."""
-    name = __name__.rsplit(".", 1)[0] + ".record"
-    if name in sys.modules:
-        del sys.modules[name]
+    package = __name__.rsplit(".", 1)[0]
+    if package + ".record" in sys.modules:
+        del sys.modules[package + ".record"]
+    parent = sys.modules.get(package)
+    if parent is not None and "record" in parent.__dict__:
+        delattr(parent, "record")  # importing a submodule also made it an attribute of its package
     gc.collect()
 
 
@@ -106,12 +109,26 @@ def classify(model, data, out=print):
     return correct, data.count
 
 
+def _beside(model, name):
+    """``name`` next to the model's module when it is there (a ROMFS image mounted at /rom holds
+    the weights and plan with the code), else as given (the current folder)."""
+    path = getattr(sys.modules.get(type(model).__module__), "__file__", "")
+    if "/" in path:
+        candidate = path.rsplit("/", 1)[0] + "/" + name
+        try:
+            open(candidate, "rb").close()
+            return candidate
+        except OSError:
+            pass
+    return name
+
+
 def main(model, weights="model.safetensors", plan="plan.json", data="data.safetensors"):
     """What a bundle's ``main.py`` calls: load, report the heap, classify ``data`` if present."""
     impl = sys.implementation
     print("ember-micro on %s %s" % (impl.name, ".".join([str(v) for v in impl.version[:3]])))
     print("heap %d bytes live after import" % _heap())
-    load(model, weights, plan)
+    load(model, _beside(model, weights), _beside(model, plan))
     try:
         inputs = Inputs(data)
     except OSError:

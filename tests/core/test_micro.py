@@ -22,13 +22,19 @@ def _micro(values, shape):
     return T.tensor(values, shape)
 
 
+def _rows(code, values, n):
+    """A layer's weight as the record reader gives it: one array per output channel."""
+    k = len(values) // n
+    return [array(code, values[i * k:(i + 1) * k]) for i in range(n)]
+
+
 def test_float_conv_pool_linear_match_ember():
     T.use(T.Arena())
     x = [v - 0.5 for v in _values(2 * 3 * 5 * 5, 1)]
     w = [v - 0.5 for v in _values(4 * 3 * 3 * 3, 2)]
     b = _values(4, 3)
     conv = Conv2d(3, 4, 3, padding=1, stride=1)
-    conv.weight, conv.bias = array("f", w), array("f", b)
+    conv.weight, conv.bias = _rows("f", w, 4), array("f", b)
     got = MF.max_pool2d(MF.relu(conv(_micro(x, (2, 3, 5, 5)))), 2)
     ref = F.max_pool2d(F.relu(F.conv2d(ember.tensor(x).reshape(2, 3, 5, 5), ember.tensor(w).reshape(4, 3, 3, 3),
                                        ember.tensor(b), padding=1)), 2)
@@ -38,7 +44,7 @@ def test_float_conv_pool_linear_match_ember():
     assert_close(avg.tolist(), F.avg_pool2d(ember.tensor(x).reshape(2, 3, 5, 5), 3, 2, 1).tolist(), atol=1e-6)
     fc = Linear(16, 3)
     wl = _values(48, 4)
-    fc.weight, fc.bias = array("f", wl), array("f", [0.5, -0.5, 0.0])
+    fc.weight, fc.bias = _rows("f", wl, 3), array("f", [0.5, -0.5, 0.0])
     flat = got.flatten(1)
     ref_fc = F.linear(ref.flatten(1), ember.tensor(wl).reshape(3, 16), ember.tensor([0.5, -0.5, 0.0]))
     assert_close(fc(flat).tolist(), ref_fc.tolist(), rtol=1e-5, atol=1e-5)
@@ -47,7 +53,7 @@ def test_float_conv_pool_linear_match_ember():
 def test_int8_linear_is_integer_math_rounded_half_up():
     T.use(T.Arena())
     fc = Linear(3, 2)
-    fc.weight = array("b", [1, -2, 3, 127, 0, -127])
+    fc.weight = _rows("b", [1, -2, 3, 127, 0, -127], 2)
     fc.weight_scale = array("f", [0.5, 0.25])
     fc.bias = array("f", [1.0, -1.0])
     fc.input_scale, fc.output_scale, fc.int8 = 0.5, 0.25, True
@@ -81,7 +87,7 @@ def test_plan_reuses_buffers_and_runs_relu_in_place():
             return self.c(MF.relu(self.b(MF.relu(self.a(x)))))
     net = Net()
     for layer, (o, i) in ((net.a, (8, 4)), (net.b, (4, 8)), (net.c, (2, 4))):
-        layer.weight, layer.bias = array("f", [0.1] * (o * i)), array("f", [0.0] * o)
+        layer.weight, layer.bias = _rows("f", [0.1] * (o * i), o), array("f", [0.0] * o)
     x = _micro([1.0, 2.0, 3.0, 4.0], (1, 4))
     trace, y = P.trace(net, x)
     plan = P.make(trace, y.buf)
@@ -97,7 +103,7 @@ def test_plan_reuses_buffers_and_runs_relu_in_place():
 
 def test_a_forward_that_leaves_its_plan_is_an_error():
     fc = Linear(2, 2)
-    fc.weight, fc.bias = array("f", [1.0, 0.0, 0.0, 1.0]), array("f", [0.0, 0.0])
+    fc.weight, fc.bias = _rows("f", [1.0, 0.0, 0.0, 1.0], 2), array("f", [0.0, 0.0])
     T.use(T.Arena({"f": 2, "b": 0, "ops": [["f", 0, 2]]}))
     fc(_micro([1.0, 2.0], (1, 2)))
     with raises(ValueError, "the plan has 2"):
