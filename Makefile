@@ -2,14 +2,16 @@
 #
 #   make test       CPython tests (pytest) then MicroPython tests; fails if either fails
 #   make test-py    pytest in .venv, EMBER_REQUIRE_BACKENDS=cpu unless overridden
-#   make test-mpy   tests/core + tests/conformance under MicroPython (node)
+#   make test-mpy   tests/core + tests/conformance under MicroPython: the wasm port (node) and the
+#                   unix port (the venv's `micropython`, a fixed heap as on a board)
 #   make demo       every examples/*.py on CPython, then on MicroPython; ends training on the digits
 #   make bench      every bench/*.py on CPython (bench/_*.py are shared helpers)
 #   make cross-check  compile the portable C kernels for aarch64 and Cortex-M4 (zig cc)
 #   make clean      remove .venv, node_modules and build leftovers
 #
 # Variables: PYTEST_ARGS (e.g. PYTEST_ARGS='-k conv -x'), MPY_ARGS (e.g. MPY_ARGS='-k conv -v'),
-# EMBER_REQUIRE_BACKENDS (pytest; default cpu), MPY_REQUIRE_BACKENDS (MicroPython; default cpu).
+# EMBER_REQUIRE_BACKENDS (pytest; default cpu), MPY_REQUIRE_BACKENDS (MicroPython; default cpu),
+# MPY_PORTS (the MicroPython ports test-mpy runs; default 'wasm unix', e.g. MPY_PORTS=unix).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -25,6 +27,7 @@ NODE_STAMP := node_modules/.installed-micropython-1.27.0
 
 EMBER_REQUIRE_BACKENDS ?= cpu,cpu-c,numpy,wgpu
 MPY_REQUIRE_BACKENDS ?= cpu
+MPY_PORTS ?= wasm unix
 PYTEST_ARGS ?=
 MPY_ARGS ?=
 
@@ -67,8 +70,24 @@ test-py: $(VENV)
 	@export XDG_RUNTIME_DIR="$${XDG_RUNTIME_DIR:-$$(mktemp -d)}"; \
 	EMBER_REQUIRE_BACKENDS='$(EMBER_REQUIRE_BACKENDS)' $(PY) -m pytest -q $(PYTEST_ARGS)
 
-test-mpy: node_modules
-	node tests/mpy/run.mjs --require '$(MPY_REQUIRE_BACKENDS)' $(MPY_ARGS)
+# One driver (tests/mpy/main.py) per port; every port runs even after one fails.
+MPY_RUN_wasm := node tests/mpy/run.mjs
+MPY_RUN_unix := $(PY) tests/mpy/run_unix.py
+MPY_NEEDS_wasm := node_modules
+MPY_NEEDS_unix := $(VENV)
+
+test-mpy: $(foreach port,$(MPY_PORTS),$(MPY_NEEDS_$(port)))
+	@status=0; \
+	for port in $(MPY_PORTS); do \
+	  case $$port in \
+	    wasm) run='$(MPY_RUN_wasm)';; \
+	    unix) run='$(MPY_RUN_unix)';; \
+	    *) echo "test-mpy: unknown port '$$port' in MPY_PORTS (known: wasm unix)" >&2; exit 2;; \
+	  esac; \
+	  echo "==> MicroPython, $$port port: $$run"; \
+	  $$run --require '$(MPY_REQUIRE_BACKENDS)' $(MPY_ARGS) || status=1; \
+	done; \
+	exit $$status
 
 # ---- examples and benchmarks --------------------------------------------------
 

@@ -47,8 +47,8 @@ def tmp_path(name):
     try:
         import tempfile
         folder = tempfile.mkdtemp()
-    except ImportError:  # MicroPython: the runner's in-memory file system
-        folder = "/tmp_ember"
+    except ImportError:  # MicroPython: relative to the runner's cwd, a folder it discards after the run
+        folder = "tmp_ember"
         try:
             os.mkdir(folder)
         except OSError:

@@ -18,7 +18,7 @@ PARAMETERS = ("device",)
 NAN = float("nan")
 INF = float("inf")
 
-# -- scratch folders (CPython: tempfile; MicroPython: its in-memory /tmp) -----------------------
+# -- scratch folders (CPython: tempfile; MicroPython: tmp/ in the runner's cwd, its staging) -----
 
 _made = [0]
 
@@ -32,9 +32,9 @@ class Scratch:
             self.dir = tempfile.mkdtemp(prefix="ember-record-")
         except ImportError:
             _made[0] += 1
-            self.dir = "/tmp/ember-record-%d" % _made[0]
+            self.dir = "tmp/ember-record-%d" % _made[0]
             try:
-                os.mkdir("/tmp")
+                os.mkdir("tmp")
             except OSError:
                 pass
             try:

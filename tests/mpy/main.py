@@ -1,13 +1,15 @@
-# Test driver for ember's suites under MicroPython (run by tests/mpy/run.mjs).
+# Test driver for ember's suites under MicroPython, run by tests/mpy/run.mjs
+# (the wasm port 1.27) or tests/mpy/run_unix.py (the unix port 1.29).
 #
-# Runs inside MicroPython 1.27: no inspect, no typing, no os.environ, dicts
-# are unordered. The runner has copied core_pure/ to /lib/ember and tests/ to
-# /tests, with /tests and /lib on sys.path.
+# No inspect, no typing, no os.environ, dicts are unordered. The runner has
+# put core_pure/ where it imports as ember (wasm: /lib/ember; unix: a staging
+# folder on MICROPYPATH) and tests/ beside this file's folder (this file is
+# <tests>/mpy/main.py), with <tests> and ember's parent folder on sys.path.
 #
 # What it does, in order:
-#   1. imports every module under /lib/ember (one test per module);
-#   2. runs the test_* functions of /tests/core/test_*.py and
-#      /tests/conformance/test_*.py, with the arguments their module's
+#   1. imports every module of ember (one test per module);
+#   2. runs the test_* functions of <tests>/core/test_*.py and
+#      <tests>/conformance/test_*.py, with the arguments their module's
 #      PARAMETERS declares (see tests/conftest.py for the convention).
 #
 # Options:  -k SUBSTR      run only tests whose id contains SUBSTR (repeatable: any)
@@ -23,9 +25,7 @@ import os
 import sys
 import time
 
-LIB = "/lib"
 PACKAGE = "ember"
-TESTS = "/tests"
 SUITES = ("core", "conformance")
 KNOWN_PARAMETERS = ("device", "case")
 
@@ -68,6 +68,42 @@ def parse_args(argv):
             print("main.py: unknown argument %r" % arg)
             usage(4)
     return opts
+
+
+def parent(path):
+    return path.rsplit("/", 1)[0] if "/" in path else "."
+
+
+def tests_root():
+    """The tests/ folder: two levels above this file."""
+    return parent(parent(__file__))
+
+
+def library_root():
+    """The folder ember imports from: the first sys.path entry holding it, as import finds it."""
+    for entry in sys.path:
+        folder = (entry or ".") + "/" + PACKAGE
+        if is_dir(folder):
+            return folder
+    return None
+
+
+def port():
+    """One word for the port running this: wasm, unix, or a board's sys.platform (rp2, esp32, ...)."""
+    return {"webassembly": "wasm", "linux": "unix", "darwin": "unix"}.get(sys.platform, sys.platform)
+
+
+def describe_interpreter():
+    # the ports differ where it matters for a board: heap growth, word size, bundled modules
+    version = ".".join(str(v) for v in sys.implementation.version[:3])
+    return "MicroPython %s (%s port, %d-bit)" % (version, port(), 64 if sys.maxsize > 2**31 else 32)
+
+
+def describe_heap():
+    size = (gc.mem_free() + gc.mem_alloc()) // 1024
+    if sys.platform == "webassembly":
+        return "heap %d KB now, grows on demand" % size
+    return "fixed heap of %d KB" % size
 
 
 def is_dir(path):
@@ -167,9 +203,9 @@ def library_modules(root, dotted):
 
 
 def check_imports(session):
-    root = LIB + "/" + PACKAGE
-    if not is_dir(root):
-        session.fail("import " + PACKAGE, "%s is missing: the runner did not copy core_pure" % root)
+    root = library_root()
+    if root is None:
+        session.fail("import " + PACKAGE, "no %s/ on sys.path: the runner did not stage core_pure" % PACKAGE)
         return
     before_pass, before_fail = session.passed, len(session.failed)
     for name in library_modules(root, PACKAGE):
@@ -269,7 +305,7 @@ def run_file(session, suite, filename, available, seen):
 async def run_suites(session, available):
     seen = {}
     for suite in SUITES:
-        folder = TESTS + "/" + suite
+        folder = tests_root() + "/" + suite
         if not is_dir(folder):
             continue
         files = sorted(f for f in os.listdir(folder) if f.startswith("test_") and f.endswith(".py"))
@@ -278,7 +314,7 @@ async def run_suites(session, available):
             for filename in files:
                 before_pass, before_fail = session.passed, len(session.failed)
                 run_file(session, suite, filename, available, seen)
-                # this port frees memory only once control has been back in JavaScript
+                # the wasm port frees memory only once control has been back in JavaScript
                 await asyncio.sleep(0)
                 session.probe_memory("tests/%s/%s" % (suite, filename))
                 passed = session.passed - before_pass
@@ -292,6 +328,7 @@ async def run_suites(session, available):
 async def amain():
     opts = parse_args(sys.argv[1:])
     session = Session(opts)
+    print("ember tests on %s, %s" % (describe_interpreter(), describe_heap()))
 
     available, unavailable = load_backends(session)
     if opts["require"]:
@@ -323,15 +360,15 @@ async def amain():
         print("backends ran: " + (", ".join(n for n, _ in available) or "none"))
         print("backends unavailable: " + (", ".join("%s (%s)" % (n, r) for n, r in unavailable) or "none"))
     print("peak live heap after a test file: %d bytes (%s)" % (session.peak, session.peak_id))
-    version = ".".join(str(v) for v in sys.implementation.version[:3])
-    print("MicroPython %s, %.1f s" % (version, seconds))
+    print("%s, %.1f s" % (describe_interpreter(), seconds))
     if session.passed == 0 and not session.failed:
         print("no test selected")
-    print("%d passed, %d failed" % (session.passed, len(session.failed)))
+    print("%s: %d passed, %d failed" % (port(), session.passed, len(session.failed)))
     if session.failed:
         sys.exit(1)
     if session.passed == 0:
         sys.exit(5)
 
 
-# run.mjs awaits ``amain`` after executing this file (an await is what lets this port's GC free memory)
+# The runners await ``amain`` after executing this file (on the wasm port an await is what lets the GC
+# free memory; run_unix.py does the same with asyncio.run so both ports run one driver the same way)
