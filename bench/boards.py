@@ -73,22 +73,42 @@ def lenet_data(folder, n):
     return paths
 
 
-def run_bundle(bundle, heap_bytes):
-    """(ok, output) of the bundle's main.py on the unix port with a fixed heap."""
-    env = dict(os.environ, MICROPYPATH=bundle)
-    proc = subprocess.run([micropython_binary(), "-X", "heapsize=%d" % heap_bytes, "main.py"], cwd=bundle, env=env,
+# A board maps a ROMFS partition into memory; the unix port has none, so this mounts the bundle's
+# romfs.img from a bytes object read first (one block at the start of the heap) and the heap
+# figures are given less the image's size: what the same run needs beside a ROM partition.
+ROMFS_MAIN = """import sys, vfs
+f = open("romfs.img", "rb")
+image = f.read()
+f.close()
+vfs.mount(vfs.VfsRom(image), "/rom")
+sys.path.insert(0, "/rom")
+exec(open("main.py").read())
+"""
+
+
+def run_bundle(bundle, heap_bytes, romfs=False):
+    """(ok, output) of the bundle's main.py on the unix port with a fixed heap; with ``romfs``, its
+    code, weights and plan from romfs.img (nothing of them on the module path)."""
+    script = "main.py"
+    if romfs:
+        script = "_romfs_main.py"
+        with open(os.path.join(bundle, script), "w") as f:
+            f.write(ROMFS_MAIN)
+    env = dict(os.environ, MICROPYPATH=".frozen" if romfs else bundle)
+    cwd = bundle
+    proc = subprocess.run([micropython_binary(), "-X", "heapsize=%d" % heap_bytes, script], cwd=cwd, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
     return proc.returncode == 0 and "\ncorrect " in proc.stdout, proc.stdout
 
 
-def smallest_heap_kb(bundle, lo_kb=8, hi_kb=4096):
+def smallest_heap_kb(bundle, lo_kb=8, hi_kb=4096, romfs=False):
     """The smallest heap (KB) with which the bundle classifies all its inputs."""
-    ok, _ = run_bundle(bundle, hi_kb * 1024)
+    ok, _ = run_bundle(bundle, hi_kb * 1024, romfs)
     if not ok:
         return None
     while lo_kb < hi_kb:
         mid = (lo_kb + hi_kb) // 2
-        if run_bundle(bundle, mid * 1024)[0]:
+        if run_bundle(bundle, mid * 1024, romfs)[0]:
             hi_kb = mid
         else:
             lo_kb = mid + 1
@@ -129,6 +149,23 @@ def import_heap_kb(folder, module, path):
     return int(parts[0]) / 1024.0, int(parts[1]) / 1024.0
 
 
+def romfs_import_kb(bundle, module):
+    """Heap of importing the model (ember + its deployment subset) from the bundle's ROMFS image,
+    less nothing: the image itself is allocated before the first reading."""
+    script = ("import gc, sys, vfs\nf = open('romfs.img', 'rb')\nimage = f.read()\nf.close()\n"
+              "vfs.mount(vfs.VfsRom(image), '/rom')\nsys.path.insert(0, '/rom')\n"
+              "gc.collect(); a = gc.mem_alloc()\nimport %s\ngc.collect(); print(gc.mem_alloc() - a)\n" % module)
+    path = os.path.join(bundle, "_romfs_import.py")
+    with open(path, "w") as f:
+        f.write(script)
+    proc = subprocess.run([micropython_binary(), "-X", "heapsize=8M", path], cwd=bundle,
+                          env=dict(os.environ, MICROPYPATH=".frozen"), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise RuntimeError("ROMFS import measurement failed:\n" + proc.stdout)
+    return int(proc.stdout.split()[-1]) / 1024.0
+
+
 def full_core_import_kb(folder):
     """``import ember`` of the whole core as .py, the way core_pure/ is copied to a board."""
     lib = os.path.join(folder, "lib")
@@ -162,10 +199,18 @@ def main():
         f = figures(text)
         module = os.path.basename(model.split(":")[0])[:-3]
         _, subset_kb = import_heap_kb(bundle, module, bundle)
+        if report.get("romfs_bytes"):
+            image_kb = report["romfs_bytes"] / 1024.0
+            rom_kb = smallest_heap_kb(bundle, romfs=True)
+            rom = {"romfs_kb": image_kb, "romfs_min_heap_kb": None if rom_kb is None else rom_kb - image_kb,
+                   "romfs_subset_heap_kb": romfs_import_kb(bundle, module)}
+        else:
+            rom = {"romfs_kb": None, "romfs_min_heap_kb": None, "romfs_subset_heap_kb": None}
         row = {"min_heap_kb": min_kb, "flash_kb": report["flash_bytes"] / 1024.0, "subset_heap_kb": subset_kb,
                "cpython_ms_per_image": report["cpython_ms_per_image"], "correct": f.get("correct"),
                "accuracy_pt": report.get("deployed_accuracy_pt"), "f32_accuracy_pt": report.get("float32_accuracy_pt")}
         row.update(f)
+        row.update(rom)
         rows.append((name, row))
         for k, v in row.items():
             out["%s_%s" % (name, k)] = round(v, 3) if type(v) is float else v
@@ -180,6 +225,13 @@ def main():
         print("%-12s %7s KB %6.1f KB %6.1f KB %5.1f KB %10.2f %10.2f %6.1f KB %s" % (
             name, r["min_heap_kb"], r.get("live_after_load_kb", 0), r.get("live_peak_kb", 0), r["flash_kb"],
             r.get("ms_per_image", 0), r["cpython_ms_per_image"], r["subset_heap_kb"], r.get("correct")))
+    print("the same bundles from romfs.img (code run and int8 weights read in place, as from a board's ROM "
+          "partition; heap less the image):")
+    for name, r in rows:
+        if r["romfs_kb"] is not None:
+            print("%-12s min heap %s KB beside a %.1f KB image; import ember + subset %.1f KB" % (
+                name, "%.0f" % r["romfs_min_heap_kb"] if r["romfs_min_heap_kb"] is not None else "-", r["romfs_kb"],
+                r["romfs_subset_heap_kb"]))
     print("import ember + the digits model's deployment subset as .mpy: %.1f KB (goal <= %d KB); the full core's "
           "import ember as .py: %.1f KB" % (out["deploy_subset_heap_kb"], GOALS_KB["deploy_subset"], full_kb))
     print("digits int8 accuracy %.2f%% vs float32 %.2f%%: drop %.2f points (goal <= 0.5)" % (

@@ -9,6 +9,7 @@ The bundle (a folder, written whole or not at all)::
     plan.json           the static memory plan: one arena, each op's place in it
     data.safetensors    the inputs given with --data (the check's, and the demo's)
     frozen/, manifest.py  the same modules as source, to freeze into a firmware build
+    romfs.img           code, weights and plan as a ROMFS image: run and read in place from flash
     report.json         flash, heap against the board, accuracy against float32, the check
 
 Steps: build the model with the full ember and load the record; quantize it (int8) on the
@@ -75,6 +76,7 @@ def deploy(board, weights, model, out, precision="int8", calibration=None, data=
         report = _report(profile, precision, quant, plan, stage, net, inputs, labels, reference)
         _compile(stage, partial, path)
         report["flash_bytes"] = _flash_bytes(partial)
+        report["romfs_bytes"] = _romfs(partial)
         _fits(report, profile)
         if check:
             report["check"] = _check(partial, profile, reference)
@@ -243,6 +245,31 @@ def _compile(stage, target, model_path):
                 f.write('package("%s", base_path="frozen")\n' % name)
 
 
+def _romfs(bundle):
+    """``romfs.img``: the code, weights and plan as a ROMFS image (``mpremote romfs deploy``), which
+    a board maps into memory: its bytecode runs and its int8 weights are read where they lie, off
+    the heap. Its size, or None when mpremote (``pip install ember[deploy]``) is missing."""
+    try:
+        from mpremote.romfs import make_romfs
+    except ImportError:
+        return None
+    src = tempfile.mkdtemp(prefix="ember-romfs-")
+    try:
+        for name in os.listdir(bundle):
+            if name in ("ember",) or name.endswith(".mpy") or name in ("model.safetensors", "plan.json"):
+                path = os.path.join(bundle, name)
+                (shutil.copytree if os.path.isdir(path) else shutil.copy)(path, os.path.join(src, name))
+        import contextlib
+        import io
+        with contextlib.redirect_stdout(io.StringIO()):  # it prints the tree it packs
+            image = make_romfs(src, mpy_cross=False)
+    finally:
+        shutil.rmtree(src, ignore_errors=True)
+    with open(os.path.join(bundle, "romfs.img"), "wb") as f:
+        f.write(image)
+    return len(image)
+
+
 def _flash_bytes(bundle):
     """Bytes a board's filesystem holds for the bundle: code, weights, plan (not the data, the
     frozen sources or the report)."""
@@ -251,7 +278,7 @@ def _flash_bytes(bundle):
         if os.path.relpath(root, bundle).split(os.sep)[0] == "frozen":
             continue
         for name in files:
-            if name not in ("data.safetensors", "report.json", "manifest.py"):
+            if name not in ("data.safetensors", "report.json", "manifest.py", "romfs.img"):
                 total += os.path.getsize(os.path.join(root, name))
     return total
 

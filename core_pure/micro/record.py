@@ -3,6 +3,11 @@ its own array (int8 weights cost one byte each), every name, dtype, shape and of
 import json
 
 from .tensor import RecordError, scratch
+
+try:  # views of memory at an address: in-place reading of a ROMFS file (MicroPython only)
+    import uctypes
+except ImportError:
+    uctypes = None
 from .affine import _Affine
 from .module import Module
 
@@ -30,16 +35,16 @@ def header(f, path, size):
 def in_place(f):
     """The address of the file's bytes when they can be read where they lie (a file in a ROMFS
     partition: flash mapped into memory), else None (an ordinary file, CPython)."""
+    if uctypes is None:
+        return None
     try:
-        import uctypes
         return uctypes.addressof(memoryview(f))
-    except (ImportError, TypeError, ValueError):
+    except (TypeError, ValueError):
         return None
 
 
 def _view(address, code, n):
     """``n`` int8 or float32 values at ``address``, read in place (no heap beyond the view)."""
-    import uctypes
     kind = uctypes.INT8 if code == "b" else uctypes.FLOAT32
     return uctypes.struct(address, {"v": (uctypes.ARRAY | 0, kind | n)}, uctypes.LITTLE_ENDIAN).v
 
@@ -128,7 +133,7 @@ def _set(layer, attr, a, shape, dtype, path, name):
         for d in shape[1:]:
             row *= d
         # rows read in place share one view of the whole tensor: row r starts at r * row
-        layer.weight_at = [r * row for r in range(out)] if out and len(a[0]) != row else None
+        layer.weight_at = [r * row for r in range(out)] if out > 1 and a[0] is a[1] else None
     if not shape:
         a = a[0]
         if not a > 0:  # also refuses nan
