@@ -192,16 +192,17 @@ def main():
         bundle = os.path.join(work, name)
         report = deploy("unix", weights, model, bundle, precision=precision, calibration=calibration, data=data,
                         log=lambda s: None)
-        min_kb = smallest_heap_kb(bundle)
         ok, text = run_bundle(bundle, 190000)  # the rp2040's heap, when it fits there
         if not ok:
             ok, text = run_bundle(bundle, 4 * 1024 * 1024)
         f = figures(text)
+        floor_kb = int(f.get("live_peak_kb", 8))  # a heap below the live peak cannot work
+        min_kb = smallest_heap_kb(bundle, lo_kb=floor_kb)
         module = os.path.basename(model.split(":")[0])[:-3]
         _, subset_kb = import_heap_kb(bundle, module, bundle)
         if report.get("romfs_bytes"):
             image_kb = report["romfs_bytes"] / 1024.0
-            rom_kb = smallest_heap_kb(bundle, romfs=True)
+            rom_kb = smallest_heap_kb(bundle, lo_kb=int(image_kb) + 8, romfs=True)
             rom = {"romfs_kb": image_kb, "romfs_min_heap_kb": None if rom_kb is None else rom_kb - image_kb,
                    "romfs_subset_heap_kb": romfs_import_kb(bundle, module)}
         else:

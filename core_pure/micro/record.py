@@ -12,6 +12,7 @@ from .affine import _Affine
 from .module import Module
 
 MAX_HEADER = 1 << 20  # bytes: a board's record header is a few KB
+BLOCK = 1024  # bytes: weight rows are read into arrays of about this size (a fragmented heap fits them)
 _CODES = {"F32": ("f", 4), "I8": ("b", 1), "I32": ("i", 4)}
 
 
@@ -50,9 +51,10 @@ def _view(address, code, n):
 
 
 def read(f, path, name, entry, base, size, rows=False, address=None):
-    """(array, shape) of one tensor: F32 as array('f'), I8 as array('b'), I32 as array('i'); with
-    ``rows``, a list of one array per index of the first dim (small blocks fit a fragmented heap).
-    With ``address`` (see ``in_place``) int8 and aligned float32 rows are views of the file itself."""
+    """(array, shape) of one tensor: F32 as array('f'), I8 as array('b'), I32 as array('i'). With
+    ``rows``, a list giving for each index of the first dim the buffer that holds its row (rows
+    share buffers of about ``BLOCK`` bytes, consecutively); with ``address`` (see ``in_place``)
+    int8 and aligned float32 rows all share one view of the file itself."""
     if type(entry) is not dict or entry.get("dtype") not in _CODES:
         raise RecordError("%s: %r: expected dtype F32, I8 or I32, found %r" % (
             path, name, entry.get("dtype") if type(entry) is dict else entry))
@@ -72,13 +74,22 @@ def read(f, path, name, entry, base, size, rows=False, address=None):
         return [_view(address + start, code, count)] * shape[0], tuple(shape)  # row r starts at r * k
     f.seek(start)
     if not rows or not shape or not count:
-        parts = [scratch(code, count)]
-    else:
-        parts = [scratch(code, count // shape[0]) for _ in range(shape[0])]
-    for a in parts:
-        if len(a) and f.readinto(a) != len(a) * item:
-            raise RecordError("%s: %r: the file ends inside the tensor" % (path, name))
-    return parts if rows else parts[0], tuple(shape)
+        a = _fill(f, scratch(code, count), item, path, name)
+        return [a] if rows else a, tuple(shape)
+    n = shape[0]
+    k = count // n
+    per = max(1, BLOCK // (k * item))
+    parts = []
+    for r in range(0, n, per):
+        m = min(per, n - r)
+        parts.extend([_fill(f, scratch(code, m * k), item, path, name)] * m)
+    return parts, tuple(shape)
+
+
+def _fill(f, a, item, path, name):
+    if len(a) and f.readinto(a) != len(a) * item:
+        raise RecordError("%s: %r: the file ends inside the tensor" % (path, name))
+    return a
 
 
 def load(model, path):
@@ -129,11 +140,7 @@ def _set(layer, attr, a, shape, dtype, path, name):
                                                              dtype))
     if attr == "weight":
         layer.int8 = dtype == "I8"
-        row = 1
-        for d in shape[1:]:
-            row *= d
-        # rows read in place share one view of the whole tensor: row r starts at r * row
-        layer.weight_at = [r * row for r in range(out)] if out > 1 and a[0] is a[1] else None
+        layer.weight_at = _row_starts(a, shape)
     if not shape:
         a = a[0]
         if not a > 0:  # also refuses nan
@@ -144,6 +151,20 @@ def _set(layer, attr, a, shape, dtype, path, name):
                 raise RecordError("%s: %r: every scale must be positive, found %r" % (path, name, v))
     setattr(layer, attr, a)
     layer._coef = None
+
+
+def _row_starts(rows, shape):
+    """Where each row begins in its buffer (rows sharing a buffer follow each other), or None when
+    every row has a buffer of its own."""
+    k = 1
+    for d in shape[1:]:
+        k *= d
+    starts, at, prev = [], 0, None
+    for buf in rows:
+        at = at + k if buf is prev else 0
+        prev = buf
+        starts.append(at)
+    return starts if [s for s in starts if s] else None
 
 
 def _check_complete(model, path):

@@ -127,6 +127,7 @@ def main(model, weights="model.safetensors", plan="plan.json", data="data.safete
     """What a bundle's ``main.py`` calls: load, report the heap, classify ``data`` if present."""
     impl = sys.implementation
     print("ember-micro on %s %s" % (impl.name, ".".join([str(v) for v in impl.version[:3]])))
+    print("ember from %s" % getattr(sys.modules.get("ember"), "__file__", "?"))
     print("heap %d bytes live after import" % _heap())
     load(model, _beside(model, weights), _beside(model, plan))
     try:
