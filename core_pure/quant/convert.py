@@ -58,6 +58,7 @@ class _Observer:
         self.last = None
         self.is_model_output = False
         self.forward = layer.forward
+        self.own = layer.__dict__.get("forward")  # a forward set on the instance, put back afterwards
 
     def __call__(self, x, *args, **kwargs):
         y = self.forward(x, *args, **kwargs)
@@ -108,7 +109,10 @@ def calibrate(model, named_layers, calibration):
             count += 1
     finally:
         for _, o in observers:
-            object.__delattr__(o.layer, "forward")
+            if o.own is None:
+                object.__delattr__(o.layer, "forward")
+            else:
+                object.__setattr__(o.layer, "forward", o.own)
     if not count:
         raise ArgumentError("%s: calibration gave no batches" % OP)
     for n, o in observers:

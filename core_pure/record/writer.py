@@ -180,17 +180,18 @@ def write(path, named_tensors, metadata=None, precision=None):
     (``ember_format_version``; ``ember_precision`` when ``precision`` is given; ``format: pt`` unless
     given). ``precision``: None keeps every dtype; ``"f32"``, ``"f16"`` or ``"bf16"`` casts float
     tensors (ints and bools are kept); ``"int8"`` casts nothing and labels a record of int8-quantized
-    layers (``ember.quant.save`` writes it; at least one tensor must be int8). The header keeps the caller's order of names; the data is laid
-    out widest dtype first. Tensors are written one at a time to a temporary file beside ``path``,
-    which is flushed, synced and renamed over ``path``: on any error it is removed and an existing
-    ``path`` is left as it was.
+    layers (``ember.quant.save`` writes it; at least one tensor must be int8). The header keeps the
+    caller's order of names; the data is laid out widest dtype first. Tensors are written one at a
+    time to a temporary file beside ``path``, which is flushed, synced and renamed over ``path``: on
+    any error it is removed and an existing ``path`` is left as it was.
     """
     op = "record.write"
     path = fspath(path, op)
     precision_name, target = _precision(precision)
     items = _items(named_tensors)
     if precision_name in LABELS and not [t for _, t in items if t.dtype is dtypes.int8]:
-        raise ArgumentError("%s: precision %r labels a quantized record, but no tensor is int8" % (op, precision_name))
+        raise ArgumentError("%s: precision %r labels a quantized record, but no tensor is int8"
+                            % (op, precision_name))
     meta = _metadata(metadata, precision_name)
     entries, layout = _plan(items, target)
     header = fmt.build_header(meta, entries)

@@ -282,9 +282,16 @@ def test_record_errors(device):
          "fc.weight is I8 [3, 17], expected I8 [3, 18]"),
         (edited("fc.weight", ember.zeros(3, 18, device=device)), meta, "fc.weight is F32 [3, 18], expected I8"),
     ]
-    broken = dict(meta)
-    broken["ember_quantization"] = '{"scheme": "symmetric", "layers": ['
-    cases.append((good, broken, "is not valid JSON"))
+    for text, message in (('{"scheme": "symmetric", "layers": [', "is not valid JSON"),
+                          ('{"scheme": "symmetric", "weights": "int8-per-channel", "activations": "int4", '
+                           '"layers": ["conv", "fc"]}', "activations 'int4'"),
+                          ('{"scheme": "symmetric", "weights": "int8-per-channel", "activations": "int8", '
+                           '"layers": ["conv"]}', "does not list layer 'fc'"),
+                          ('{"scheme": "symmetric", "weights": "int8-per-channel", "activations": "int8", '
+                           '"layers": ["conv", "fc", "head"]}', "has no such module there")):
+        broken = dict(meta)
+        broken["ember_quantization"] = text
+        cases.append((good, broken, message))
     for tensors, metadata, message in cases:
         model = fresh()
         with raises(RecordError, message):

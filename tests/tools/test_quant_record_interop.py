@@ -89,7 +89,8 @@ def test_pytorch_computes_the_same_numbers():
         r = load_file(path)
         assert r["fc.weight"].dtype == torch.int8
         ours = np.frombuffer(qmodel(x).to_bytes(), dtype=np.float32)
-        theirs = torch_forward(r, torch.from_numpy(np.frombuffer(x.to_bytes(), dtype=np.float32).reshape(x.shape).copy()))
+        x_torch = torch.from_numpy(np.frombuffer(x.to_bytes(), dtype=np.float32).reshape(x.shape).copy())
+        theirs = torch_forward(r, x_torch)
         assert np.array_equal(ours, theirs.numpy().ravel())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
