@@ -48,18 +48,22 @@ def quantize_values(x, scale):
 def quantize_weight(w):
     """``(q_w int8 in w's layout, scale float32 [out])``: symmetric per output channel."""
     scale = channel_scales(w)
-    shape = (w.shape[0],) + (1,) * (len(w.shape) - 1)
-    return quantize_values(w, scale.reshape(shape)), scale
+    return quantize_values(w, along(scale, len(w.shape), 0)), scale
 
 
 def dequantize(acc, input_scale, weight_scale, bias, channel_dim):
     """Float32 outputs from a layer's int32 sums ``acc``: channel ``o`` (along ``channel_dim``) is
     ``float32(acc) * float32(input_scale * weight_scale[o]) + bias[o]``."""
-    shape = [1] * len(acc.shape)
-    shape[channel_dim] = weight_scale.shape[0]
-    shape = tuple(shape)
-    y = acc.to(dtypes.float32) * (weight_scale * input_scale).reshape(shape)
-    return y + bias.reshape(shape) if bias is not None else y
+    nd = len(acc.shape)
+    y = acc.to(dtypes.float32) * along(weight_scale * input_scale, nd, channel_dim)
+    return y + along(bias, nd, channel_dim) if bias is not None else y
+
+
+def along(per_channel, ndim, channel_dim):
+    """A ``[C]`` tensor viewed to broadcast along dim ``channel_dim`` of an ``ndim``-dim tensor."""
+    shape = [1] * ndim
+    shape[channel_dim] = per_channel.shape[0]
+    return per_channel.reshape(tuple(shape))
 
 
 def fake_quant(y, scale):

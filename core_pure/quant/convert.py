@@ -4,7 +4,7 @@ from ..elementwise import isfinite
 from ..errors import ArgumentError, ArgumentTypeError, EmberError
 from ..nn.conv import Conv2d
 from ..nn.linear import Linear
-from ..nn.module import Module, Sequential, ModuleDict
+from ..nn.module import Module, ModuleDict, Sequential
 from ..tensor import Tensor
 from . import arith
 from .layers import QuantConv2d, QuantLinear

@@ -53,7 +53,7 @@ class _Quantized(Module):
             if (value is None) != (getattr(self, name) is None):
                 raise ArgumentError("%s.set_quantized: %s is %s, the layer was built %s one"
                                     % (self.NAME, name, "None" if value is None else "given",
-                                       "without" if value is None else "with"))
+                                       "with" if value is None else "without"))
             if value is not None:
                 setattr(self, name, value.to(f32).reshape(()))
         return self
@@ -65,10 +65,9 @@ class _Quantized(Module):
 
     def _finish(self, acc_or_product, channel_dim):
         if self.input_scale is None:
-            shape = [1] * len(acc_or_product.shape)
-            shape[channel_dim] = self.weight_scale.shape[0]
-            y = acc_or_product * self.weight_scale.reshape(tuple(shape))
-            return y + self.bias.reshape(tuple(shape)) if self.bias is not None else y
+            nd = len(acc_or_product.shape)
+            y = acc_or_product * arith.along(self.weight_scale, nd, channel_dim)
+            return y + arith.along(self.bias, nd, channel_dim) if self.bias is not None else y
         y = arith.dequantize(acc_or_product, self.input_scale, self.weight_scale, self.bias, channel_dim)
         return arith.fake_quant(y, self.output_scale) if self.output_scale is not None else y
 

@@ -67,12 +67,16 @@ def main():
     with init.skip():
         loaded = ember.quant.load(DigitsCNN(device=device), path)
     rows = [("float32", model), ("int8 weights", weights_only), ("int8 weights + activations", full)]
-    base = None
+    base = reference = None
     print("held-out digits: %d; calibration: %d training images" % (len(labels), CALIBRATION))
     for name, m in rows:
-        acc = accuracy(predictions(m, images), labels)
+        preds = predictions(m, images)
+        acc = accuracy(preds, labels)
         base = acc if base is None else base
-        print("  %-28s %6.2f%%  (%+.2f points)" % (name, acc, acc - base))
+        reference = preds if reference is None else reference
+        logits = (m(images) - model(images)).abs().max().item()
+        print("  %-28s %6.2f%%  (%+.2f points; same class as float32 for %d; max |logit - float32| %.3f)"
+              % (name, acc, acc - base, sum(1 for p, r in zip(preds, reference) if p == r), logits))
     same = predictions(loaded, images) == predictions(full, images)
     print("reloaded %s (%d bytes): %s predictions" % (os.path.basename(path), os.path.getsize(path),
                                                     "the same" if same else "DIFFERENT"))
