@@ -31,6 +31,11 @@ def _c(device):
     return _native[0]
 
 
+def _work(ffi, nbytes):
+    """The int16 workspace a kernel asks for (its operands widened)."""
+    return ffi.from_buffer("int16_t[]", bytearray(max(2, nbytes)))
+
+
 def _from_int32(buf, shape, device):
     return Tensor(device.from_bytes(buf, shape, i32), shape, i32, device)
 
@@ -47,7 +52,8 @@ def int8_linear(q_x, q_w):
     acc = bytearray(4 * m * n)
     if m and n:
         lib.emb_q8_gemm(m, n, k, ffi.from_buffer("int8_t[]", rows.to_bytes()),
-                        ffi.from_buffer("int8_t[]", q_w.to_bytes()), ffi.from_buffer("int32_t[]", acc))
+                        ffi.from_buffer("int8_t[]", q_w.to_bytes()), ffi.from_buffer("int32_t[]", acc),
+                        _work(ffi, lib.emb_q8_gemm_work(m, n, k)))
     return _from_int32(acc, out_shape, q_x.device)
 
 
@@ -65,10 +71,9 @@ def int8_conv2d(q_x, q_w, stride, pads, dilation, groups):
                                    pads[1][0], pads[1][1], dilation[0], dilation[1], groups, oh, ow])
     acc = bytearray(4 * n * o * oh * ow)
     if len(acc):
-        work = bytearray(max(1, lib.emb_q8_conv2d_work(params)))
         lib.emb_q8_conv2d(params, ffi.from_buffer("int8_t[]", q_x.to_bytes()),
                           ffi.from_buffer("int8_t[]", q_w.to_bytes()), ffi.from_buffer("int32_t[]", acc),
-                          ffi.from_buffer("int8_t[]", work))
+                          _work(ffi, lib.emb_q8_conv2d_work(params)))
     return _from_int32(acc, (n, o, oh, ow), q_x.device)
 
 

@@ -32,8 +32,10 @@ def test_the_c_path_is_taken():
     assert kernels._c(PURE) == (None, None)
 
 
+# odd rows, columns not a multiple of 4, empty sides; (5, 2000) x 70 splits the weight rows into cache
+# blocks of 32 with a remainder
 @pytest.mark.parametrize("x_shape,out", [((1, 1), 1), ((3, 7), 5), ((2, 3, 17), 9), ((64, 33), 4), ((0, 5), 3),
-                                         ((4, 5), 0)])
+                                         ((4, 5), 0), ((5, 2000), 70)])
 def test_linear_sums(x_shape, out):
     k = x_shape[-1]
     got = [Q.int8_linear(int8(x_shape, 1, d), int8((out, k), 2, d)) for d in (PURE, C)]
