@@ -10,6 +10,7 @@ paths give the same integers; ``tests/accel/test_quant_c.py`` checks it.
 """
 from .. import dtypes
 from ..creation import zeros
+from ..errors import DTypeError, ShapeError
 from ..movement import cat, stack
 from ..shapes import conv_out_size
 from ..tensor import Tensor
@@ -40,8 +41,20 @@ def _from_int32(buf, shape, device):
     return Tensor(device.from_bytes(buf, shape, i32), shape, i32, device)
 
 
+def _int8(op, q_x, q_w, ndims):
+    for name, t, nd in (("input", q_x, ndims[0]), ("weight", q_w, ndims[1])):
+        if type(t) is not Tensor or t.dtype is not i8:
+            raise DTypeError("%s: expected an int8 %s tensor, found %s"
+                             % (op, name, t.dtype.name if type(t) is Tensor else type(t).__name__))
+        if nd is not None and len(t.shape) != nd:
+            raise ShapeError("%s: expected a %d-dim %s, found shape %s" % (op, nd, name, t.shape))
+
+
 def int8_linear(q_x, q_w):
     """int32 sums ``q_x @ q_w.T``: ``q_x`` int8 ``(..., k)``, ``q_w`` int8 ``(out, k)``."""
+    _int8("int8_linear", q_x, q_w, (None, 2))
+    if not q_x.shape or q_x.shape[-1] != q_w.shape[1]:
+        raise ShapeError("int8_linear: expected input of shape (..., %d), found %s" % (q_w.shape[1], q_x.shape))
     k = q_w.shape[1]
     rows = q_x.reshape(-1, k)
     out_shape = q_x.shape[:-1] + (q_w.shape[0],)
@@ -60,10 +73,16 @@ def int8_linear(q_x, q_w):
 def int8_conv2d(q_x, q_w, stride, pads, dilation, groups):
     """int32 sums of conv2d: ``q_x`` int8 ``(N, C, H, W)``, ``q_w`` int8 ``(O, C/groups, KH, KW)``;
     ``stride``, ``dilation`` pairs, ``pads`` ``((top, bottom), (left, right))``; zero padding."""
+    _int8("int8_conv2d", q_x, q_w, (4, 4))
     n, c, h, w = q_x.shape
     o, cg, kh, kw = q_w.shape
+    if groups < 1 or o % groups or cg * groups != c:
+        raise ShapeError("int8_conv2d: weight %s with groups=%d does not fit input %s" % (q_w.shape, groups, q_x.shape))
     oh = conv_out_size(h, kh, stride[0], pads[0], dilation[0])
     ow = conv_out_size(w, kw, stride[1], pads[1], dilation[1])
+    if oh < 1 or ow < 1:
+        raise ShapeError("int8_conv2d: input %s (padded %s) is smaller than the dilated kernel %s"
+                         % (q_x.shape, pads, q_w.shape[2:]))
     lib, ffi = _c(q_x.device)
     if lib is None:
         return _conv_composite(q_x, q_w, stride, pads, dilation, groups, oh, ow)

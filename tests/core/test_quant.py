@@ -164,6 +164,22 @@ def test_int8_conv_sums(device):
     assert_equal(Q.int8_conv2d(one, kernel, (1, 1), ((0, 0), (0, 0)), (1, 1), 1), [[[[5]]]])  # 1 - 2 + 6
 
 
+def test_int8_products_refuse_what_does_not_fit(device):
+    x = ember.zeros(1, 4, 3, 3, dtype=ember.int8, device=device)
+    with raises(ember.DTypeError, "expected an int8 weight tensor, found int32"):
+        Q.int8_conv2d(x, ember.zeros(2, 4, 3, 3, dtype=ember.int32, device=device), (1, 1), ((0, 0), (0, 0)),
+                      (1, 1), 1)
+    with raises(ShapeError, "does not fit input"):
+        Q.int8_conv2d(x, ember.zeros(2, 3, 3, 3, dtype=ember.int8, device=device), (1, 1), ((0, 0), (0, 0)),
+                      (1, 1), 1)
+    with raises(ShapeError, "smaller than the dilated kernel"):
+        Q.int8_conv2d(x, ember.zeros(2, 4, 3, 3, dtype=ember.int8, device=device), (1, 1), ((0, 0), (0, 0)),
+                      (2, 2), 1)
+    with raises(ShapeError, "expected input of shape (..., 3)"):
+        Q.int8_linear(ember.zeros(2, 4, dtype=ember.int8, device=device), ember.zeros(5, 3, dtype=ember.int8,
+                                                                                       device=device))
+
+
 def test_int8_linear_sums(device):
     qx = ember.tensor([[[1, -2, 3]], [[127, -127, 0]]], dtype=ember.int8, device=device)
     qw = ember.tensor([[2, 1, 0], [-1, -1, 1]], dtype=ember.int8, device=device)
