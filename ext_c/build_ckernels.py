@@ -33,7 +33,7 @@ def _options():
     machine = platform.machine().lower()
     msvc = sys.platform == "win32"
     x86_64 = machine in ("x86_64", "amd64") and not msvc
-    sources = ["dispatch.c", "isa_base.c"]
+    sources = ["dispatch.c", "isa_base.c", "quant.c"]
     macros = []
     if x86_64:
         sources += ["isa_avx2.c", "isa_avx512.c"]
@@ -54,10 +54,10 @@ def _options():
 def make_builder(absolute=False):
     sources, macros, cflags, ldflags, libs = _options()
     builder = FFI()
-    builder.cdef(_read("ops.h") + _read("api.h"))
+    builder.cdef(_read("ops.h") + _read("api.h") + _read("quant.h"))
     builder.set_source(
         "ember._ckernels",
-        '#include "kernels.h"\n#include "api.h"\n',
+        '#include "kernels.h"\n#include "api.h"\n#include "quant.h"\n',
         sources=[_path(s, absolute) for s in sources],
         include_dirs=[_path(".", absolute)],
         define_macros=macros,

@@ -1,7 +1,7 @@
 """Compile-only proof that the portable kernels build for other machines (``make cross-check``).
 
-The portable kernels (k_*.c through isa_base.c; not dispatch.c, which holds the x86 dispatch and the
-threads) are compiled, warnings as errors, for
+The portable kernels (k_*.c through isa_base.c, and quant.c; not dispatch.c, which holds the x86
+dispatch and the threads) are compiled, warnings as errors, for
 
 - aarch64 Linux (NEON vectors, the build an aarch64 wheel uses), and
 - a bare-metal Cortex-M4 (thumb, hard float, freestanding C99: what a board's firmware would link),
@@ -25,6 +25,8 @@ TARGETS = [
      ["-mcpu=cortex_m4", "-mfloat-abi=hard", "-ffreestanding", "-std=c99", "-Os"]),
 ]
 ELF_MACHINES = {40: "ARM", 183: "AArch64"}
+# the portable kernels (isa_base.c includes every k_*.c) and ember.quant's int8 kernels
+SOURCES = ("isa_base.c", "quant.c")
 
 
 def zig_cc():
@@ -81,20 +83,21 @@ def main():
     out_dir = tempfile.mkdtemp(prefix="ember-cross-")
     print("%-32s %9s %7s %7s  %s" % ("target", "text", "data", "bss", "object"))
     for label, target, flags in TARGETS:
-        obj = os.path.join(out_dir, target + ".o")
-        cmd = cc + ["--target=" + target] + flags + WARNINGS + ["-I", HERE, "-c",
-                                                                 os.path.join(HERE, "isa_base.c"), "-o", obj]
-        run = subprocess.run(cmd, capture_output=True, text=True)
-        if run.returncode != 0 or run.stderr.strip():
-            failed += 1
-            print("%-32s FAILED: %s" % (label, " ".join(cmd)))
-            print(run.stdout + run.stderr)
-            continue
-        machine, eflags, text, data, bss = elf_sizes(obj)
-        extra = ELF_MACHINES.get(machine, "machine %d" % machine)
-        if machine == 40:
-            extra += ", hard-float ABI" if eflags & 0x400 else ", soft-float ABI"
-        print("%-32s %9d %7d %7d  %s (%s)" % (label, text, data, bss, os.path.basename(obj), extra))
+        for source in SOURCES:
+            obj = os.path.join(out_dir, target + "-" + source[:-2] + ".o")
+            cmd = cc + ["--target=" + target] + flags + WARNINGS + ["-I", HERE, "-c", os.path.join(HERE, source),
+                                                                     "-o", obj]
+            run = subprocess.run(cmd, capture_output=True, text=True)
+            if run.returncode != 0 or run.stderr.strip():
+                failed += 1
+                print("%-32s FAILED: %s" % (label, " ".join(cmd)))
+                print(run.stdout + run.stderr)
+                continue
+            machine, eflags, text, data, bss = elf_sizes(obj)
+            extra = ELF_MACHINES.get(machine, "machine %d" % machine)
+            if machine == 40:
+                extra += ", hard-float ABI" if eflags & 0x400 else ", soft-float ABI"
+            print("%-32s %9d %7d %7d  %s (%s)" % (label, text, data, bss, os.path.basename(obj), extra))
     shutil.rmtree(out_dir, ignore_errors=True)
     if failed:
         sys.exit("cross-check: %d target(s) failed" % failed)

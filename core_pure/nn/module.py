@@ -447,7 +447,11 @@ class Module:
         from .. import record
         with record.open(path) as reader:
             entries = reader.entries
-            report = self._fit([(e.name, e.shape, e.dtype) for e in entries], "Module.load: %s" % (path,), strict)
+            op = "Module.load: %s" % (path,)
+            if reader.metadata.get("ember_precision") == "int8" and \
+                    not [t for _, t in self.named_tensors() if t.dtype is dtypes.int8]:
+                op += " (an int8 record: ember.quant.load(model, path) converts the layers it quantizes)"
+            report = self._fit([(e.name, e.shape, e.dtype) for e in entries], op, strict)
             names = {}
             for e in entries:
                 names[e.name] = e

@@ -8,6 +8,9 @@ from . import format as fmt
 from .reader import fspath
 
 PRECISIONS = {"f32": dtypes.float32, "f16": dtypes.float16, "bf16": dtypes.bfloat16}
+# precisions that label the record without casting anything: "int8" is ember.quant's (its int8
+# weights and float32 scales are written as they are)
+LABELS = ("int8",)
 _PRECISION_NAMES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 
 _counter = [0]
@@ -17,12 +20,15 @@ def _precision(precision):
     """(short name or None, target float dtype or None)."""
     if precision is None:
         return None, None
+    if type(precision) is str and precision in LABELS:
+        return precision, None
     if type(precision) is str and precision in PRECISIONS:
         return precision, PRECISIONS[precision]
     if type(precision) is dtypes.DType and precision.name in _PRECISION_NAMES:
         name = _PRECISION_NAMES[precision.name]
         return name, PRECISIONS[name]
-    raise ArgumentError("record.write: precision must be None, 'f32', 'f16' or 'bf16', found %r" % (precision,))
+    raise ArgumentError("record.write: precision must be None, 'f32', 'f16', 'bf16' or 'int8', found %r"
+                        % (precision,))
 
 
 def _items(named_tensors):
@@ -173,15 +179,19 @@ def write(path, named_tensors, metadata=None, precision=None):
     ``metadata``: a dict of str to str, stored in ``__metadata__`` beside ember's own keys
     (``ember_format_version``; ``ember_precision`` when ``precision`` is given; ``format: pt`` unless
     given). ``precision``: None keeps every dtype; ``"f32"``, ``"f16"`` or ``"bf16"`` casts float
-    tensors (ints and bools are kept). The header keeps the caller's order of names; the data is laid
-    out widest dtype first. Tensors are written one at a time to a temporary file beside ``path``,
-    which is flushed, synced and renamed over ``path``: on any error it is removed and an existing
-    ``path`` is left as it was.
+    tensors (ints and bools are kept); ``"int8"`` casts nothing and labels a record of int8-quantized
+    layers (``ember.quant.save`` writes it; at least one tensor must be int8). The header keeps the
+    caller's order of names; the data is laid out widest dtype first. Tensors are written one at a
+    time to a temporary file beside ``path``, which is flushed, synced and renamed over ``path``: on
+    any error it is removed and an existing ``path`` is left as it was.
     """
     op = "record.write"
     path = fspath(path, op)
     precision_name, target = _precision(precision)
     items = _items(named_tensors)
+    if precision_name in LABELS and not [t for _, t in items if t.dtype is dtypes.int8]:
+        raise ArgumentError("%s: precision %r labels a quantized record, but no tensor is int8"
+                            % (op, precision_name))
     meta = _metadata(metadata, precision_name)
     entries, layout = _plan(items, target)
     header = fmt.build_header(meta, entries)

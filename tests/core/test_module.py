@@ -11,6 +11,7 @@ from ember.nn.dropout import Dropout
 from ember.nn.linear import Linear, LinearConfig
 from ember.nn.norm import BatchNorm1d, BatchNorm2d
 from harness.check import assert_close, assert_equal, assert_true, raises
+from harness.files import tmp_path
 
 PARAMETERS = ("device",)
 
@@ -41,19 +42,6 @@ BLOCK_PARAMS = ["alpha", "beta", "zeta.weight", "zeta.bias", "mid.0.weight", "mi
                 "heads.a.weight", "heads.a.bias", "heads.b.weight", "heads.b.bias"]
 # state_dict order: per module its params, then its buffers, then the children
 BLOCK_TENSORS = BLOCK_PARAMS[:2] + ["steps"] + BLOCK_PARAMS[2:]
-
-
-def tmp_path(name):
-    try:
-        import tempfile
-        folder = tempfile.mkdtemp()
-    except ImportError:  # MicroPython: relative to the runner's cwd, a folder it discards after the run
-        folder = "tmp_ember"
-        try:
-            os.mkdir(folder)
-        except OSError:
-            pass
-    return folder + "/" + name
 
 
 def test_names_follow_pytorch_in_definition_order(device):
