@@ -4,13 +4,15 @@ Constructing one allocates nothing: its tensors arrive from the record (``Module
 with scales or float32. Arguments only training uses (``generator``, ``device``, ...) are
 accepted and ignored, so a model definition written for ember runs here unchanged.
 
-Every output is ``acc * m[o] + a[o]``, where ``acc`` sums input x weight over the window (exact
-small integers when both are int8: no float and no big integer per multiply):
+The arithmetic is the contract of docs/architecture.md ("Quantized records"), which the desktop's
+``ember.quant`` computes too. Every output is ``y = acc * m[o] + bias[o]``, where ``acc`` sums input
+x weight over the window (exact small integers when both are int8: no float and no big integer per
+multiply) and ``m`` is stored as float32:
 
-- int8 in and out: ``m = s_in * w_scale[o] / s_out``, ``a = bias[o] / s_out + 0.5``, then floor and
-  clamp to [-127, 127] (the scale ``s_in`` is the incoming tensor's own);
-- int8 in, float out (the model's last layer): ``m = s_in * w_scale[o]``, ``a = bias[o]``;
-- float in, int8 weights (dequantized on the fly): ``m = w_scale[o]``; float weights: ``m = 1``.
+- int8 activations: the input is quantized with the layer's ``input_scale`` (an int8 input of
+  another scale is re-quantized), ``m = input_scale * w_scale[o]``; with ``output_scale`` the layer
+  passes on ``clamp(floor(y / output_scale + 0.5), -127, 127)``, else float ``y`` (the last layer);
+- float activations, int8 weights (dequantized on the fly): ``m = w_scale[o]``; float weights: 1.
 """
 from math import floor
 
@@ -20,30 +22,28 @@ from .module import Module
 from .tensor import ArgumentError, DeployError, ShapeError, empty, scratch
 
 
-def _coefficients(layer, s_in, out_channels):
-    """(m, a, int8 output?) for this layer and input scale, computed once and kept on the layer."""
-    key = layer._coef
-    if key is not None and key[0] == s_in:
-        return key[1], key[2], key[3]
-    ws, b, s_out = layer.weight_scale, layer.bias, layer.output_scale
-    quant_out = s_in is not None and s_out is not None
+def _coefficients(layer, out_channels):
+    """(m, a, output scale or None) of this layer, computed once and kept on the layer."""
+    if layer._coef is not None:
+        return layer._coef
+    ws, b, s_in = layer.weight_scale, layer.bias, layer.input_scale
     m, a = scratch("f", out_channels), scratch("f", out_channels)
     for o in range(out_channels):
-        scale = (ws[o] if ws is not None else 1.0) * (s_in if s_in is not None else 1.0)
-        bias = b[o] if b is not None else 0.0
-        if quant_out:
-            m[o], a[o] = scale / s_out, bias / s_out + 0.5
-        else:
-            m[o], a[o] = scale, bias
-    layer._coef = (s_in, m, a, quant_out)
-    return m, a, quant_out
+        m[o] = (ws[o] if ws is not None else 1.0) * (s_in if s_in is not None else 1.0)
+        a[o] = b[o] if b is not None else 0.0
+    layer._coef = (m, a, layer.output_scale if s_in is not None else None)
+    return layer._coef
 
 
 def _inputs(layer, x):
-    """The input as the layer computes with it: int8 when its activations are quantized."""
-    if layer.input_scale is not None:
-        return quantize(x, layer.input_scale) if x.scale is None else x
-    return dequantize(x)
+    """The input as the layer computes with it: int8 of its ``input_scale`` when its activations
+    are quantized, float32 otherwise."""
+    s = layer.input_scale
+    if s is None:
+        return dequantize(x)
+    if x.scale is None:
+        return quantize(x, s)
+    return x if x.scale == s else quantize(x, s, x.scale)
 
 
 class _Affine(Module):
@@ -129,10 +129,10 @@ def conv2d(layer, x):
         raise ShapeError("Conv2d: input of shape %s is smaller than the kernel %s" % (x.shape, layer.kernel_size))
     oc, groups = layer.out_channels, layer.groups
     cin, cout = c // groups, oc // groups
-    m, a, quant_out = _coefficients(layer, x.scale, oc)
+    m, a, s_out = _coefficients(layer, oc)
     taps = _taps(layer, cin, kh, kw, dh, dw, h, w)
     k = len(taps)
-    out = empty("b" if quant_out else "f", (n, oc, oh, ow), (x,), layer.output_scale if quant_out else None)
+    out = empty("f" if s_out is None else "b", (n, oc, oh, ow), (x,), s_out)
     src, dst, wt, at, i = x.data, out.data, layer.weight, layer.weight_at, 0
     for img in range(n):
         for o in range(oc):
@@ -145,7 +145,7 @@ def conv2d(layer, x):
                     acc = 0
                     for t in range(k):
                         acc += src[base + taps[t]] * wr[w0 + t]
-                    i = _store(dst, i, acc * mo + ao, quant_out)
+                    i = _store(dst, i, acc * mo + ao, s_out)
     return out
 
 
@@ -154,8 +154,8 @@ def linear(layer, x):
     if not x.shape or x.shape[-1] != f_in:
         raise ShapeError("Linear: expected inputs with last dim %d, found shape %s" % (f_in, x.shape))
     x = _inputs(layer, x)
-    m, a, quant_out = _coefficients(layer, x.scale, f_out)
-    out = empty("b" if quant_out else "f", x.shape[:-1] + (f_out,), (x,), layer.output_scale if quant_out else None)
+    m, a, s_out = _coefficients(layer, f_out)
+    out = empty("f" if s_out is None else "b", x.shape[:-1] + (f_out,), (x,), s_out)
     src, dst, wt, at, i = x.data, out.data, layer.weight, layer.weight_at, 0
     for x0 in range(0, len(src), f_in):
         for o in range(f_out):
@@ -163,13 +163,13 @@ def linear(layer, x):
             acc = 0
             for t in range(f_in):
                 acc += src[x0 + t] * wr[w0 + t]
-            i = _store(dst, i, acc * m[o] + a[o], quant_out)
+            i = _store(dst, i, acc * m[o] + a[o], s_out)
     return out
 
 
-def _store(dst, i, v, quant):
-    if quant:
-        v = floor(v)
+def _store(dst, i, v, s_out):
+    if s_out is not None:
+        v = floor(v / s_out + 0.5)
         v = 127 if v > 127 else -127 if v < -127 else v
     dst[i] = v
     return i + 1

@@ -10,12 +10,14 @@ from math import floor
 from .tensor import ArgumentError, DeployError, ShapeError, Tensor, empty
 
 
-def quantize(x, scale):
-    """float32 -> int8 with ``scale``: ``clamp(floor(v / scale + 0.5), -127, 127)``."""
+def quantize(x, scale, x_scale=None):
+    """To int8 of ``scale``: ``clamp(floor(v / scale + 0.5), -127, 127)`` for each value ``v`` of a
+    float32 tensor, or ``v = q * x_scale`` of an int8 one (a re-quantization)."""
     out = empty("b", x.shape, (x,), scale)
     src, dst = x.data, out.data
     for i in range(len(src)):
-        q = floor(src[i] / scale + 0.5)
+        v = src[i] if x_scale is None else src[i] * x_scale
+        q = floor(v / scale + 0.5)
         dst[i] = 127 if q > 127 else -127 if q < -127 else q
     return out
 

@@ -205,3 +205,48 @@ def test_micro_record_reader_refuses_hostile_files(tmp_path, case, match):
         _raw(path, h, data)
     with pytest.raises(RecordError, match=match):
         load(_micro_tiny(), path)
+
+
+# -- the board runtime computes what the desktop's ember.quant computes ----------------------------------
+
+def test_micro_runtime_agrees_with_ember_quant(files, tmp_path):
+    """The same int8 record through ember.quant (desktop, float32 steps) and through ember.micro
+    (the board's runtime, here on CPython's doubles): same predictions, logits within a few of the
+    last layer's float32 steps."""
+    import ember.quant as Q
+    from ember.micro import tensor as T
+    from ember.micro.affine import Conv2d, Linear
+    from ember.micro.functional import max_pool2d, relu
+    from ember.micro.module import Module
+    from ember.micro.record import load
+    sys.path.insert(0, MODELS)
+    try:
+        from tiny import Tiny
+    finally:
+        sys.path.remove(MODELS)
+    net = Tiny()
+    net.load(files["weights"])
+    with record.open(files["calib"]) as r:
+        calib = r.read("inputs")
+    with record.open(files["data"]) as r:
+        x = r.read("inputs")
+    qnet = Q.quantize(net, calibration=[calib])
+    path = str(tmp_path / "tiny-int8.safetensors")
+    Q.save(qnet, path)
+    want = qnet(x).tolist()
+
+    class MicroTiny(Module):  # Tiny, written against ember.micro (what the bundle's shims give it)
+        def __init__(self):
+            self.conv = Conv2d(1, 4, 3, padding=1)
+            self.fc = Linear(36, 3)
+
+        def forward(self, x):
+            return self.fc(max_pool2d(relu(self.conv(x)), 2).flatten(1))
+    m = MicroTiny()
+    load(m, path)
+    T.use(T.Arena())
+    flat = x.flatten().tolist()
+    for i, row in enumerate(want):
+        got = m(T.tensor(flat[i * 36:(i + 1) * 36], (1, 1, 6, 6))).tolist()[0]
+        assert max(range(3), key=lambda k: got[k]) == max(range(3), key=lambda k: row[k])
+        assert max(abs(g - w) for g, w in zip(got, row)) < 1e-4, (got, row)
