@@ -13,7 +13,7 @@ _LAYERS = {n: "layers" for n in ("ReLU", "MaxPool2d", "AvgPool2d", "Flatten", "I
 FUNCTIONAL = ("relu", "max_pool2d", "avg_pool2d", "flatten", "dropout")
 LAYERS = dict(_MODULE, **_AFFINE, **_LAYERS)
 NAMES = {
-    "ember.nn": LAYERS,
+    "ember.nn": _MODULE,
     "ember.nn.layers": LAYERS,
     "ember.nn.module": _MODULE,
     "ember.nn.linear": {"Linear": "affine"},
@@ -79,13 +79,18 @@ def _want(wanted, module, name, path, line):
         wanted.setdefault("ember.nn.functional", set())
         wanted.setdefault("ember.nn", set())
         return
-    if module in ("ember", "ember.nn") and name is None:
+    if module == "ember" and name == "nn":  # from ember import nn: nn.Linear, nn.functional.relu, ...
+        module, name = "ember.nn", None
+    if module == "ember" and name is None:
         wanted.setdefault(module, set())
+        return
+    if module in NAMES and name is None:  # import ember.nn as nn: any of its names may be used
+        wanted.setdefault(module, set()).update(NAMES[module])
         return
     if module not in NAMES:
         raise DeployError("deploy: %s imports %s, which the deployment path lacks (a board has: %s, %s)"
                           % (where, module, ", ".join(sorted(NAMES)), "ember.nn.functional"))
-    if name is None or name == "*":
+    if name == "*":
         raise DeployError("deploy: %s: import the names a model uses from %s (from %s import Linear, ...)"
                           % (where, module, module))
     if name not in NAMES[module]:

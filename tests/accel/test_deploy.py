@@ -39,6 +39,33 @@ def files(tmp_path_factory):
     return {"dir": d, "weights": weights, "data": data, "calib": calib}
 
 
+@pytest.mark.parametrize("precision", ["float32", "int8"])
+def test_every_layer_of_the_deployment_path(tmp_path, precision):
+    """A Sequential of every layer (strides, 'same' padding, both pools, Dropout, Identity, no bias),
+    deployed and checked on the unix port."""
+    sys.path.insert(0, MODELS)
+    try:
+        from seq import Seq
+    finally:
+        sys.path.remove(MODELS)
+    ember.seed(5)
+    model = Seq()
+    weights = str(tmp_path / "seq.safetensors")
+    model.save(weights)
+    x = ember.rand(10, 1, 12, 12, generator=ember.Generator(6))
+    data = str(tmp_path / "data.safetensors")
+    record.write(data, [("inputs", x), ("labels", model.eval()(x).argmax(dim=1))])
+    calib = str(tmp_path / "calib.safetensors")
+    record.write(calib, [("inputs", ember.rand(16, 1, 12, 12, generator=ember.Generator(7)))])
+    report = D.deploy("unix", weights, os.path.join(MODELS, "seq.py") + ":Seq", str(tmp_path / "b"),
+                      precision=precision, calibration=calib if precision == "int8" else None, data=data,
+                      check=True, log=lambda s: None)
+    assert report["check"]["passed"]
+    if precision == "float32":
+        assert report["deployed_correct"] == 10
+    assert os.path.exists(str(tmp_path / "b" / "ember" / "micro" / "layers.mpy"))
+
+
 def _no_leftovers(d):
     assert [n for n in os.listdir(d) if ".partial-" in n or ".old-" in n] == []
 
