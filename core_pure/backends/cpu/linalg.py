@@ -1,9 +1,9 @@
 """Batched matmul of the Cpu backend: each output element is one C-speed dot product."""
 import math
 
-from ... import dtypes
 from . import scalar as S
-from .array import CpuArray, numel, values
+from .array import CpuArray, flat_indices, numel
+from .storage import empty, put, strided
 
 if hasattr(math, "sumprod"):  # CPython 3.12+: one call, compensated accumulation
     _dot = math.sumprod
@@ -21,22 +21,26 @@ else:  # MicroPython: a plain loop beats map with a lambda about 3x
 
 
 def matmul(a, b):
-    """(*batch, m, k) @ (*batch, k, n) -> (*batch, m, n); the batch dims are already equal."""
-    av, bv = values(a), values(b)
+    """(*batch, m, k) @ (*batch, k, n) -> (*batch, m, n); the batch dims are already equal.
+
+    Rows of ``a`` and columns of ``b`` are read through their strides (``x @ w.T`` copies nothing
+    first), each once, as lists: an array would box a value again in every dot product reading it.
+    """
     batch = a.shape[:-2]
     m, k = a.shape[-2], a.shape[-1]
     n = b.shape[-1]
-    dot = _dot
-    out = []
-    for t in range(numel(batch)):
-        ab, bb = t * m * k, t * k * n
-        cols = [bv[bb + j:bb + k * n:n] for j in range(n)]
-        for i in range(m):
-            row = av[ab + i * k:ab + (i + 1) * k]
-            out += [dot(row, c) for c in cols]
     dtype = a.dtype
-    if dtype.kind == "f":
-        out = dtypes.round_values(out, dtype)
-    else:
-        out = dtypes.wrap_int(out, dtype)
+    dot = _dot
+    (ast, aoff), (bst, boff) = a.layout(), b.layout()
+    sm, sk = ast[-2], ast[-1]
+    tk, tn = bst[-2], bst[-1]
+    ad, bd = a.data, b.data
+    out = empty(dtype, numel(batch) * m * n)
+    at = 0
+    for ab, bb in zip(flat_indices(batch, ast[:-2], aoff), flat_indices(batch, bst[:-2], boff)):
+        cols = [list(strided(bd, bb + j * tn, k, tk)) for j in range(n)]
+        for i in range(m):
+            row = list(strided(ad, ab + i * sm, k, sk))
+            put(out, dtype, at, [dot(row, c) for c in cols])
+            at += n
     return CpuArray(out, batch + (m, n), dtype)
