@@ -133,6 +133,7 @@ def test_kernels_fill_outputs_of_many_chunks():
                 ember.where(x > 0, x, -x).tolist(), x.to(ember.int32).tolist(), x.reshape(37, 1).sum(1).tolist(),
                 x.reshape(37, 1).max(1).values.tolist(), x.reshape(37, 1).argmax(1).tolist(),
                 x[ember.arange(36, -1, -1, device=CPU)].tolist(), (x.reshape(1, 37).T @ x.reshape(1, 37)).tolist(),
+                (x.reshape(37, 1) @ ember.tensor([[1.0, -2.0]], device=CPU)).tolist(),
                 F.conv2d(img, w, padding=1).tolist(), F.max_pool2d(img, 2).tolist(),
                 F.avg_pool2d(img, 2, stride=1).tolist()]
     want = results()
