@@ -7,7 +7,9 @@ and MicroPython.
 >>> w = init.kaiming_uniform((128, 784), a=math.sqrt(5))   # nn.Linear's default weight
 
 ``with init.skip():`` builds layers with zero parameters and draws nothing: the fast way to make a
-model whose weights ``load`` will replace (on a board, drawing them costs seconds).
+model whose weights ``load`` will replace (on a board, drawing them costs seconds). Each parameter
+is then one value seen through zero strides, so the model costs (nearly) no memory until ``load``
+fills it; ``Module.from_record(path)`` does both.
 """
 import math
 
@@ -21,7 +23,8 @@ _skipping = [0]
 
 
 class skip:
-    """Inside ``with init.skip():`` every random initializer returns zeros (no draw, no time).
+    """Inside ``with init.skip():`` every random initializer returns zeros (no draw, no time), and
+    every initializer returns one value broadcast to its shape (no memory until ``load`` replaces it).
 
     >>> with init.skip():
     ...     model = LeNet()
@@ -81,7 +84,11 @@ def ones(shape, device=None, dtype=None):
 
 
 def constant(shape, value, device=None, dtype=None):
-    return full(size_args((shape,), "init"), value, dtype or "float32", device)
+    shape = size_args((shape,), "init")
+    if _skipping[0] and shape:
+        # one stored value with zero strides: a placeholder for the values load() will bring
+        return full((1,) * len(shape), value, dtype or "float32", device).expand(shape)
+    return full(shape, value, dtype or "float32", device)
 
 
 def uniform(shape, low=0.0, high=1.0, generator=None, device=None, dtype=None):

@@ -461,6 +461,20 @@ class Module:
                     set_(reader.read(name, device=tensor.device, dtype=tensor.dtype))
         return report
 
+    @classmethod
+    def from_record(cls, path, *args, **kwargs):
+        """``cls(*args, **kwargs)`` with its parameters and buffers read from the record at ``path``:
+        built under ``init.skip()`` (nothing drawn, nearly no memory before the load) and loaded
+        strictly, so the peak is about the loaded model's size.
+
+        >>> model = DigitsCNN.from_record("digits_cnn.safetensors", device=ember.Cpu())
+        """
+        from . import init
+        with init.skip():
+            module = cls(*args, **kwargs)
+        module.load(path)
+        return module
+
     def _fit(self, found, op, strict):
         """Compare (name, shape, dtype) found with this module's tensors: a LoadReport, or a
         RecordError listing every problem when strict."""

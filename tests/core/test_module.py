@@ -271,6 +271,27 @@ def test_strict_load_lists_every_problem(device):
     os.remove(path)
 
 
+def test_from_record_builds_and_loads_in_one_call(device):
+    path = tmp_path("block.safetensors")
+    b = Block(device)
+    b.steps = ember.tensor([7.0], device=device)
+    b.save(path)
+    c = Block.from_record(path, device)
+    assert_true(type(c) is Block and [n for n, _ in c.named_tensors()] == BLOCK_TENSORS)
+    for (n, t), (m, u) in zip(b.named_tensors(), c.named_tensors()):
+        assert_true(n == m and u.device == device)
+        assert_equal(u, t, msg=n)
+    Linear(2, 3, device=device, generator=ember.Generator(5)).save(path)
+    g = ember.Generator(6)
+    state = g.get_state()
+    layer = Linear.from_record(path, 2, 3, device=device, generator=g)  # args and kwargs reach __init__
+    assert_true(g.get_state() == state)  # built under init.skip(): nothing drawn
+    assert_equal(layer.weight, Linear(2, 3, device=device, generator=ember.Generator(5)).weight)
+    with raises(ember.RecordError, "does not fit Block"):
+        Block.from_record(path, device)  # strict: a record of another model is refused
+    os.remove(path)
+
+
 def test_dtype_kind_mismatch_is_refused(device):
     bn = BatchNorm1d(2, device=device)
     state = [(n, t.to(ember.float32)) for n, t in bn.named_tensors()]  # num_batches_tracked as a float

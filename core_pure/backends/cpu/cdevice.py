@@ -3,12 +3,12 @@
 It is the same device (``Cpu(kernels="c") == Cpu(kernels="python")``), so its arrays meet the pure
 device's in one op, and it gives the same values (docs/architecture.md §1 and §8):
 
-- **Storage.** float32, float64, int8, int32 and int64 arrays keep their values in an
-  ``array.array`` (typecodes ``f d b i q``) instead of a list; bool, float16 and bfloat16 keep the pure
-  backend's lists. The pure kernels read any sequence, so they work on these arrays too; a list this
-  device meets (made by a pure-Python Cpu) is converted at its boundary.
+- **Storage.** The pure device's (storage.py): float32, float64, int8, int32 and int64 values in an
+  ``array.array`` (typecodes ``f d b i q``), which C reads in place; bool, float16 and bfloat16 in
+  lists. A list of another dtype this device meets (made by another backend) is converted at its
+  boundary.
 - **Fallback.** Where a primitive or dtype has no C kernel (float16, bfloat16, scan, sort, ...) the
-  pure kernel runs and its list result is stored as an array.
+  pure kernel runs; its result is already stored as this device stores it.
 - **Composites.** softmax, log_softmax, layer_norm, gelu, linear and relu have fused float32 paths,
   registered for this class only (``ember.Cpu(kernels="python")`` keeps the composites); overrides a
   user registers on ``ember.Cpu`` still win over them.
@@ -136,17 +136,10 @@ def _result(out, shape, dtype):
 
 
 def _stored(a):
-    """A pure kernel's result with its list turned into this device's array storage."""
+    """A pure kernel's result in this device's storage (pure results already are, a list from elsewhere is not)."""
     code = _CODES.get(a.dtype)
     if code is not None and type(a.data) is list:
         return CpuArray(array(code, a.data), a.shape, a.dtype, a.strides, a.offset)
-    return a
-
-
-def _plain(a):
-    """``a`` over a list, for the pure kernels that need one (conv and pool build lists from it)."""
-    if type(a.data) is array:
-        return CpuArray(a.data.tolist(), a.shape, a.dtype, a.strides, a.offset)
     return a
 
 
@@ -488,7 +481,7 @@ class CpuC(Cpu):
     def conv(self, x, w, stride, padding, dilation, groups):
         dtype = x.dtype
         if dtype is not f32 and dtype is not f64:
-            return _stored(_conv.conv(_plain(x), _plain(w), stride, padding, dilation, groups))
+            return _stored(_conv.conv(x, w, stride, padding, dilation, groups))
         params, out_shape = _conv_params(x.shape, w.shape[2:], stride, padding, dilation, groups, w.shape[0])
         xs, ws = _contig(x), _contig(w)
         out = _fresh(_CODES[dtype], numel(out_shape))
@@ -502,7 +495,7 @@ class CpuC(Cpu):
     def pool(self, op, x, kernel, stride, padding, dilation):
         dtype = x.dtype
         if dtype is not f32 and dtype is not f64:
-            return _stored(_conv.pool(op, _plain(x), kernel, stride, padding, dilation))
+            return _stored(_conv.pool(op, x, kernel, stride, padding, dilation))
         params, out_shape = _conv_params(x.shape, kernel, stride, padding, dilation, 1, 0)
         xs = _contig(x)
         out = _fresh(_CODES[dtype], numel(out_shape))

@@ -8,6 +8,7 @@ from . import elementwise as _ew
 from . import linalg as _linalg
 from . import movement as _mv
 from . import reduce as _reduce
+from . import storage
 from .array import CpuArray, numel, values
 
 _C_CLASS = []  # [class or None], decided on the first ember.Cpu()
@@ -63,15 +64,19 @@ class Cpu(Backend):
 
     # data in and out
     def from_list(self, flat, shape, dtype):
-        return CpuArray(dtypes.round_values(flat, dtype), tuple(shape), dtype)
+        return CpuArray(storage.convert(flat, dtype), tuple(shape), dtype)
 
     def full(self, shape, value, dtype):
-        return CpuArray(dtypes.round_values([value], dtype) * numel(shape), tuple(shape), dtype)
+        return CpuArray(storage.repeat(storage.convert([value], dtype)[0], numel(shape), dtype), tuple(shape),
+                        dtype)
 
     def to_list(self, a):
         return list(values(a))
 
     def from_bytes(self, buf, shape, dtype):
+        data = storage.from_raw(buf, dtype)
+        if data is not None:
+            return CpuArray(data, tuple(shape), dtype)
         n = numel(shape)
         code = dtype.code or "H"
         flat = list(struct.unpack("<%d%s" % (n, code if code != "e" else "H"), buf))
@@ -81,11 +86,14 @@ class Cpu(Backend):
             flat = [dtypes.bf16_bits_to_float(h) for h in flat]
         elif dtype is dtypes.bool_:
             flat = [bool(v) for v in flat]
-        return CpuArray(flat, tuple(shape), dtype)
+        return CpuArray(storage.pack(flat, dtype), tuple(shape), dtype)
 
     def to_bytes(self, a):
         flat = values(a)
         dtype = a.dtype
+        data = storage.raw(flat, dtype)
+        if data is not None:
+            return data
         if dtype is dtypes.float16:
             return struct.pack("<%dH" % len(flat), *[dtypes.f32_to_f16_bits(v) for v in flat])
         if dtype is dtypes.bfloat16:

@@ -3,7 +3,11 @@ import math
 
 from ... import dtypes
 from . import scalar as S
-from .array import CpuArray, values
+from .array import CpuArray, numel, values
+from . import storage
+from .storage import build, convert, empty
+
+_SCALARS = (bool, int, float)
 
 _FLOAT_UNARY = {
     # op: (fast, safe) — safe runs only if fast raised on a special value
@@ -41,29 +45,35 @@ _TO_BOOL = {"isnan": S.isnan, "isinf": S.isinf, "logical_not": S.logical_not}
 def unary(op, a):
     av = values(a)
     dtype = a.dtype
+    n = len(av)
     if op in _TO_BOOL:
         fn = _TO_BOOL[op]
         if dtype.kind != "f" and op != "logical_not":
-            return CpuArray([False] * len(av), a.shape, dtypes.bool_)
+            return CpuArray([False] * n, a.shape, dtypes.bool_)
         return CpuArray([bool(fn(v)) for v in av], a.shape, dtypes.bool_)
     if dtype.kind == "f":
         fast, safe = _FLOAT_UNARY[op]
-        try:
-            out = list(map(fast, av))
-        except (OverflowError, ValueError, ZeroDivisionError):
-            out = list(map(safe, av))
-        return CpuArray(_round(out, dtype), a.shape, dtype)
+
+        def part(i, j):
+            x = _part(av, i, j)
+            try:
+                return list(map(fast, x))
+            except (OverflowError, ValueError, ZeroDivisionError):
+                return list(map(safe, x))
+        return CpuArray(build(dtype, n, part), a.shape, dtype)
     if op in _IDENTITY_ON_INT:
         return a
     if dtype is dtypes.bool_:
         return CpuArray([not v for v in av], a.shape, dtype)  # only bitwise_not reaches here
-    return CpuArray(dtypes.wrap_int(list(map(_INT_UNARY[op], av)), dtype), a.shape, dtype)
+    fn = _INT_UNARY[op]
+    return CpuArray(build(dtype, n, lambda i, j: list(map(fn, _part(av, i, j)))), a.shape, dtype)
 
 
-def _round(out, dtype):
-    if dtype is dtypes.float64:
-        return out
-    return dtypes.round_values(out, dtype)
+def _part(seq, i, j):
+    """``seq[i:j]``, without a copy when that is all of it."""
+    if i == 0 and j == len(seq):
+        return seq
+    return seq[i:j]
 
 
 _FLOAT_BINARY = {
@@ -98,44 +108,65 @@ _BOOL_BINARY = {"and": _INT_BINARY["and"][0], "or": _INT_BINARY["or"][0], "xor":
 
 
 def _operands(a, b):
-    # at most one side is a Python scalar; it is repeated to the other side's length
+    # at most one side is a Python scalar; kernels get it repeated to the length of their part
     if type(a) is CpuArray:
-        av = values(a)
-        bv = values(b) if type(b) is CpuArray else [b] * len(av)
-        return av, bv, a.shape, a.dtype
-    bv = values(b)
-    return [a] * len(bv), bv, b.shape, b.dtype
+        return values(a), values(b) if type(b) is CpuArray else b, a.shape, a.dtype
+    return a, values(b), b.shape, b.dtype
+
+
+def _sides(av, bv, i, j):
+    """Both operands' values for ``[i, j)``, a scalar side repeated to that length."""
+    if type(av) in _SCALARS:
+        return [av] * (j - i), _part(bv, i, j)
+    if type(bv) in _SCALARS:
+        return _part(av, i, j), [bv] * (j - i)
+    return _part(av, i, j), _part(bv, i, j)
 
 
 def binary(op, a, b):
     av, bv, shape, dtype = _operands(a, b)
+    n = numel(shape)
     if op in _COMPARE:
-        return CpuArray(list(map(_COMPARE[op], av, bv)), shape, dtypes.bool_)
+        x, y = _sides(av, bv, 0, n)
+        return CpuArray(list(map(_COMPARE[op], x, y)), shape, dtypes.bool_)
     kind = dtype.kind
     if kind == "b":
-        return CpuArray([bool(v) for v in map(_BOOL_BINARY[op], av, bv)], shape, dtype)
+        x, y = _sides(av, bv, 0, n)
+        return CpuArray([bool(v) for v in map(_BOOL_BINARY[op], x, y)], shape, dtype)
     if kind == "i" and op == "pow":
         fast, safe = S.ipow(dtype.bits), None
     else:
         fast, safe = (_FLOAT_BINARY if kind == "f" else _INT_BINARY)[op]
     inline = S.INLINE.get(op) if S.INLINE is not None else None
-    try:
-        out = inline(av, bv) if inline is not None else list(map(fast, av, bv))
-    except (OverflowError, ValueError, ZeroDivisionError):
-        if safe is None:
-            raise
-        out = list(map(safe, av, bv))
-    if kind == "f":
-        return CpuArray(_round(out, dtype), shape, dtype)
-    return CpuArray(dtypes.wrap_int(out, dtype), shape, dtype)
+
+    def part(i, j):
+        x, y = _sides(av, bv, i, j)
+        try:
+            return inline(x, y) if inline is not None else list(map(fast, x, y))
+        except (OverflowError, ValueError, ZeroDivisionError):
+            if safe is None:
+                raise
+            return list(map(safe, x, y))
+    return CpuArray(build(dtype, n, part), shape, dtype)
 
 
 def where(cond, a, b):
-    out = [x if c else y for c, x, y in zip(values(cond), values(a), values(b))]
-    return CpuArray(out, a.shape, a.dtype)
+    cv, av, bv = values(cond), values(a), values(b)
+
+    def part(i, j):
+        return [x if c else y for c, x, y in zip(_part(cv, i, j), _part(av, i, j), _part(bv, i, j))]
+    return CpuArray(build(a.dtype, len(av), part), a.shape, a.dtype)
 
 
 def cast(a, dtype):
     if a.dtype is dtype:
         return a
-    return CpuArray(dtypes.round_values(values(a), dtype), a.shape, dtype)
+    av = values(a)
+    chunk = storage.CHUNK
+    if len(av) <= chunk:
+        return CpuArray(convert(av, dtype), a.shape, dtype)
+    out = empty(dtype, len(av))
+    for i in range(0, len(av), chunk):
+        part = convert(av[i:i + chunk], dtype)
+        out[i:i + len(part)] = part
+    return CpuArray(out, a.shape, dtype)

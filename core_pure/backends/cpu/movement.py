@@ -1,7 +1,7 @@
 """Movement primitives of the Cpu backend: views where the layout allows, copies otherwise."""
-from ... import dtypes
 from ...errors import IndexOutOfRange
 from .array import CpuArray, flat_indices, numel, strides_for, values, view
+from .storage import CODES, build, copy_into, empty, pack
 
 
 def reshape(a, shape):
@@ -44,10 +44,18 @@ def _region(shape, ranges):
 
 
 def slice_assign(a, ranges, value):
-    out = list(values(a))
+    out = _copy(a)
     for i, v in zip(_region(a.shape, ranges), values(value)):
         out[i] = v
     return CpuArray(out, a.shape, a.dtype)
+
+
+def _copy(a):
+    """A new sequence of a's row-major values in its dtype's storage, to write into."""
+    out = values(a)[:]  # values() may be a's own sequence
+    if type(out) is list and a.dtype in CODES:
+        return pack(out, a.dtype)  # a list another backend made
+    return out
 
 
 def cat(arrays, dim):
@@ -55,12 +63,15 @@ def cat(arrays, dim):
     outer = numel(first.shape[:dim])
     inner = numel(first.shape[dim + 1:])
     parts = [(values(x), x.shape[dim] * inner) for x in arrays]
-    out = []
+    size = sum(x.shape[dim] for x in arrays)
+    dtype = first.dtype
+    out = empty(dtype, outer * size * inner)
+    at = 0
     for o in range(outer):
         for v, block in parts:
-            out += v[o * block:(o + 1) * block]
-    size = sum(x.shape[dim] for x in arrays)
-    return CpuArray(out, first.shape[:dim] + (size,) + first.shape[dim + 1:], first.dtype)
+            copy_into(out, at, v[o * block:(o + 1) * block], dtype)
+            at += block
+    return CpuArray(out, first.shape[:dim] + (size,) + first.shape[dim + 1:], dtype)
 
 
 def _positions(x, dim, index, op):
@@ -79,23 +90,25 @@ def _positions(x, dim, index, op):
 
 def gather(x, dim, index):
     xv = values(x)
-    return CpuArray([xv[p] for p in _positions(x, dim, index, "gather")], index.shape, x.dtype)
+    positions = _positions(x, dim, index, "gather")
+    return CpuArray(build(x.dtype, len(positions), lambda i, j: [xv[p] for p in positions[i:j]]),
+                    index.shape, x.dtype)
 
 
 def scatter(x, dim, index, src, mode):
-    out = list(values(x))
     strides, offset = src.layout()
     sv = src.data
     picked = [sv[i] for i in flat_indices(index.shape, strides, offset)]
     positions = _positions(x, dim, index, "scatter")
     if mode == "set":
+        out = _copy(x)
         for p, v in zip(positions, picked):
             out[p] = v
         return CpuArray(out, x.shape, x.dtype)
+    # sums in Python numbers, rounded or wrapped once at the end (an array would round each add)
+    out = list(values(x))
     for p, v in zip(positions, picked):
         out[p] = out[p] + v
-    if x.dtype.kind == "f":
-        return CpuArray(dtypes.round_values(out, x.dtype), x.shape, x.dtype)
     if x.dtype.kind == "b":
         return CpuArray([bool(v) for v in out], x.shape, x.dtype)
-    return CpuArray(dtypes.wrap_int(out, x.dtype), x.shape, x.dtype)
+    return CpuArray(pack(out, x.dtype), x.shape, x.dtype)

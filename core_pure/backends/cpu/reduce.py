@@ -4,19 +4,19 @@ import math
 from ... import dtypes
 from . import scalar as S
 from .array import CpuArray, numel, values
+from .storage import build, pack, strided
 
 
 def _segments(a, dim):
-    """Each output element's inputs, as a list (strided slices of the row-major values)."""
+    """``segment(k)``: output element k's inputs (a slice of the row-major values)."""
     v = values(a)
     shape = a.shape
     n = shape[dim]
     inner = numel(shape[dim + 1:])
-    outer = numel(shape[:dim])
     block = n * inner
     if inner == 1:
-        return [v[o * n:(o + 1) * n] for o in range(outer)]
-    return [v[o * block + i:(o + 1) * block:inner] for o in range(outer) for i in range(inner)]
+        return lambda k: v[k * n:(k + 1) * n]
+    return lambda k: strided(v, (k // inner) * block + k % inner, n, inner)
 
 
 def _has_nan(seg):
@@ -46,40 +46,58 @@ else:
         return p
 
 
+def _index(seg, value):
+    for i, x in enumerate(seg):  # (MicroPython's array has no index())
+        if x == value:
+            return i
+    return -1
+
+
 def reduce(op, a, dim):
-    segs = _segments(a, dim)
+    seg = _segments(a, dim)
     dtype = a.dtype
     is_float = dtype.kind == "f"
     out_shape = a.shape[:dim] + (1,) + a.shape[dim + 1:]
+    count = numel(out_shape)
     if op == "sum" or op == "prod":
         fold = sum if op == "sum" else _prod
         if dtype.kind == "b":
             dtype = dtypes.int64
-        out = [fold(s) for s in segs]
         if is_float:
-            out = dtypes.round_values(out, dtype)
-        else:
-            out = dtypes.wrap_int([int(x) for x in out], dtype)
-        return CpuArray(out, out_shape, dtype)
+            return CpuArray(build(dtype, count, lambda i, j: [fold(seg(k)) for k in range(i, j)]), out_shape,
+                            dtype)
+        return CpuArray(build(dtype, count, lambda i, j: [int(fold(seg(k))) for k in range(i, j)]), out_shape,
+                        dtype)
     if op == "any":
-        return CpuArray([any(s) for s in segs], out_shape, dtypes.bool_)
+        return CpuArray([any(seg(k)) for k in range(count)], out_shape, dtypes.bool_)
     if op == "all":
-        return CpuArray([all(s) for s in segs], out_shape, dtypes.bool_)
+        return CpuArray([all(seg(k)) for k in range(count)], out_shape, dtypes.bool_)
     if op == "max" or op == "min":
         pick = max if op == "max" else min
         if is_float:
             nan = S.NAN
-            out = [nan if _has_nan(s) else pick(s) for s in segs]
+
+            def extreme(s):
+                return nan if _has_nan(s) else pick(s)
         else:
-            out = [pick(s) for s in segs]
-        return CpuArray(out, out_shape, dtype)
+            extreme = pick
+        return CpuArray(build(dtype, count, lambda i, j: [extreme(seg(k)) for k in range(i, j)]), out_shape,
+                        dtype)
     # argmax / argmin: the first index of the extreme, or of the first nan
     pick = max if op == "argmax" else min
-    out = []
-    for s in segs:
+
+    def first(s):
         i = _first_nan(s) if is_float and _has_nan(s) else -1
-        out.append(i if i >= 0 else s.index(pick(s)))
-    return CpuArray(out, out_shape, dtypes.int64)
+        return i if i >= 0 else _index(s, pick(s))
+    return CpuArray(build(dtypes.int64, count, lambda i, j: [first(seg(k)) for k in range(i, j)]), out_shape,
+                    dtypes.int64)
+
+
+def _index(seg, value):
+    for i, x in enumerate(seg):  # (MicroPython's array has no index())
+        if x == value:
+            return i
+    return -1
 
 
 def _running(seg, better):
@@ -130,12 +148,8 @@ def scan(op, a, dim):
         for p, r in zip(pos, res):
             out[p] = r
     if op in ("cumargmax", "cumargmin"):
-        return CpuArray(out, shape, dtypes.int64)
-    if dtype.kind == "f":
-        out = dtypes.round_values(out, dtype)
-    elif dtype.kind == "i":
-        out = dtypes.wrap_int(out, dtype)
-    return CpuArray(out, shape, dtype)
+        return CpuArray(pack(out, dtypes.int64), shape, dtypes.int64)
+    return CpuArray(pack(out, dtype), shape, dtype)
 
 
 # nan sorts last ascending and first descending, as torch does; the position breaks ties, so
@@ -162,4 +176,4 @@ def sort(a, dim, descending):
         for p, (k, x) in zip(pos, pairs):
             vals[p] = x
             idxs[p] = k
-    return CpuArray(vals, shape, a.dtype), CpuArray(idxs, shape, dtypes.int64)
+    return CpuArray(pack(vals, a.dtype), shape, a.dtype), CpuArray(pack(idxs, dtypes.int64), shape, dtypes.int64)
