@@ -105,7 +105,7 @@ def safe_sigmoid(x):
 
 def safe_expm1(x):
     try:
-        return math.expm1(x)
+        return special("expm1")(x)
     except (OverflowError, ValueError):
         return INF if x > 0 else -1.0
 
@@ -308,3 +308,53 @@ def rshift(a, b):
     if 0 <= b < 64:
         return a >> b
     return -1 if a < 0 else 0
+
+
+# -- math's special functions, for ports built without them -----------------------------------------
+# MicroPython gates tanh, sinh, cosh, erf and expm1 behind MICROPY_PY_MATH_SPECIAL_FUNCTIONS (on at
+# EXTRA_FEATURES only): a BASIC_FEATURES board (samd21) has exp but not these. The formulas below
+# serve there; they are as exact as the board's single-precision floats need.
+
+def _tanh(x):
+    if x != x:
+        return x
+    if abs(x) > 20.0:
+        return 1.0 if x > 0 else -1.0
+    if abs(x) < 1e-4:
+        return x - x * x * x / 3.0
+    e = math.exp(2.0 * x)
+    return (e - 1.0) / (e + 1.0)
+
+
+def _sinh(x):
+    if abs(x) < 1e-4:
+        return x + x * x * x / 6.0
+    return (math.exp(x) - math.exp(-x)) / 2.0
+
+
+def _cosh(x):
+    return (math.exp(x) + math.exp(-x)) / 2.0
+
+
+def _expm1(x):
+    if abs(x) < 1e-5:
+        return x + x * x / 2.0 + x * x * x / 6.0
+    return math.exp(x) - 1.0
+
+
+def _erf(x):
+    # Abramowitz and Stegun 7.1.26: absolute error below 1.5e-7
+    if x != x:
+        return x
+    t = 1.0 / (1.0 + 0.3275911 * abs(x))
+    y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t
+               + 0.254829592) * t * math.exp(-x * x)
+    return y if x >= 0 else -y
+
+
+FALLBACKS = {"tanh": _tanh, "sinh": _sinh, "cosh": _cosh, "expm1": _expm1, "erf": _erf}
+
+
+def special(name):
+    """``math.<name>``, or its formula here on a port without math's special functions."""
+    return getattr(math, name, None) or FALLBACKS[name]
