@@ -34,8 +34,7 @@ device = ember.Cpu(kernels="python")
 with record.open(ARTIFACTS + "/heldout.safetensors") as r:
     images = r.read("images", device=device)
     labels = r.read("labels", device=device).tolist()
-model = DigitsCNN(device=device)
-model.load(ARTIFACTS + "/digits_cnn.safetensors")
+model = DigitsCNN.from_record(ARTIFACTS + "/digits_cnn.safetensors", device=device)  # no random draw first
 model.eval()
 
 t0 = now_ms()
