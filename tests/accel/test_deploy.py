@@ -143,6 +143,14 @@ def test_board_too_small_says_by_how_much(files):
     _fails(files, r"tiny has 4 KB: \d+ KB short", board=tiny_board)
 
 
+def test_a_board_that_reads_an_older_mpy_format(files):
+    _fails(files, r"writes .mpy v6\.3, which a board reading v6\.1 cannot", board=dict(D.board("rp2040"),
+                                                                                      mpy_version="6.1"))
+    with pytest.raises(DeployError, match="v5.0 cannot"):
+        D.run.check_mpy_format("5.0", "6.3")
+    D.run.check_mpy_format("6.3", "6.2")  # an older sub-version imports
+
+
 def test_bad_model_spec_and_precision(files):
     _fails(files, "FILE.py:ClassName", model="tiny.py")
     _fails(files, "does not exist", model="/nonexistent/x.py:X")
