@@ -14,10 +14,8 @@ multiply) and ``m`` is stored as float32:
   passes on ``clamp(floor(y / output_scale + 0.5), -127, 127)``, else float ``y`` (the last layer);
 - float activations, int8 weights (dequantized on the fly): ``m = w_scale[o]``; float weights: 1.
 """
-from math import floor
-
 from . import functional as F
-from .functional import dequantize, quantize
+from .functional import dequantize, q8, quantize
 from .module import Module
 from .tensor import ArgumentError, DeployError, ShapeError, empty, scratch
 
@@ -168,10 +166,7 @@ def linear(layer, x):
 
 
 def _store(dst, i, v, s_out):
-    if s_out is not None:
-        v = floor(v / s_out + 0.5)
-        v = 127 if v > 127 else -127 if v < -127 else v
-    dst[i] = v
+    dst[i] = v if s_out is None else q8(v / s_out + 0.5)
     return i + 1
 
 
