@@ -1,0 +1,120 @@
+"""Hostile inputs: the board's record reader (ember.micro.record, ember.micro.run.Inputs) and
+``ember deploy`` refuse each with a clear error, and deploy leaves no output or partial folder."""
+import json
+import os
+import struct
+import sys
+
+import pytest
+
+from ember.errors import RecordError
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODELS = os.path.join(HERE, "deploy_models")
+TINY_SOURCE = open(os.path.join(MODELS, "tiny.py")).read()
+
+
+def _raw(path, header, data=b""):
+    h = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h + data)
+
+
+def _micro_tiny():
+    from ember.micro.affine import Conv2d, Linear
+    from ember.micro.module import Module
+
+    class M(Module):
+        def __init__(self):
+            self.conv = Conv2d(1, 4, 3, padding=1)
+            self.fc = Linear(36, 3)
+    return M()
+
+
+OK = {"conv.weight": {"dtype": "I8", "shape": [4, 1, 3, 3], "data_offsets": [0, 36]},
+      "conv.weight_scale": {"dtype": "F32", "shape": [4], "data_offsets": [36, 52]},
+      "conv.bias": {"dtype": "F32", "shape": [4], "data_offsets": [52, 68]},
+      "fc.weight": {"dtype": "F32", "shape": [3, 36], "data_offsets": [68, 500]},
+      "fc.bias": {"dtype": "F32", "shape": [3], "data_offsets": [500, 512]}}
+DATA = bytes(36) + struct.pack("<4f", 0.1, 0.1, 0.1, 0.1) + bytes(512 - 52)
+
+
+def test_micro_reader_loads_the_well_formed_record(tmp_path):
+    from ember.micro.record import load
+    path = str(tmp_path / "r.safetensors")
+    _raw(path, dict(OK, __metadata__={"format": "pt"}), DATA)
+    m = _micro_tiny()
+    load(m, path)
+    assert list(m.conv.weight_scale) == [pytest.approx(0.1)] * 4
+
+
+@pytest.mark.parametrize("case, change, match", [
+    ("dtype_list", {"fc.bias": dict(OK["fc.bias"], dtype=["F32"])}, r"expected dtype F32, I8 or I32, found \['F32'\]"),
+    ("dtype_object", {"fc.bias": dict(OK["fc.bias"], dtype={})}, "expected dtype F32, I8 or I32, found {}"),
+    ("entry_not_object", {"fc.bias": [500, 512]}, r"expected dtype F32, I8 or I32, found \[500, 512\]"),
+    ("negative_offsets", {"fc.bias": dict(OK["fc.bias"], data_offsets=[-12, 0])}, "data_offsets"),
+    ("float_offsets", {"fc.bias": dict(OK["fc.bias"], data_offsets=[500.0, 512])}, "data_offsets"),
+    ("bool_shape", {"fc.bias": dict(OK["fc.bias"], shape=[True, 3])}, "bad shape"),
+    ("huge_shape", {"fc.weight": dict(OK["fc.weight"], shape=[1 << 40, 1 << 40])}, "data_offsets"),
+    ("overlap", {"fc.bias": dict(OK["fc.bias"], data_offsets=[488, 500])}, "'fc.bias'.*overlaps 'fc.weight'"),
+    ("gap", {"fc.bias": dict(OK["fc.bias"], data_offsets=[504, 516])}, "gap of 4 bytes before 'fc.bias'"),
+    ("trailing", {}, "4 bytes of data follow the last tensor 'fc.bias'"),
+    ("metadata_list", {"__metadata__": ["format", "pt"]}, "'__metadata__' is a list, expected an object"),
+    ("metadata_string", {"__metadata__": "pt"}, "'__metadata__' is a str, expected an object"),
+])
+def test_micro_reader_refuses_more_hostile_headers(tmp_path, case, change, match):
+    from ember.micro.record import load
+    path = str(tmp_path / "r.safetensors")
+    h = dict(OK)
+    h.update(change)
+    _raw(path, h, DATA + bytes(4) if case in ("gap", "trailing") else DATA)
+    with pytest.raises(RecordError, match=match):
+        load(_micro_tiny(), path)
+
+
+def test_micro_reader_duplicate_key_leaves_a_gap_it_names(tmp_path):
+    """MicroPython's json keeps the last of two equal keys silently; the tiling check still sees
+    the bytes the first one described."""
+    from ember.micro.record import load
+    path = str(tmp_path / "r.safetensors")
+    text = json.dumps(OK)
+    dup = text.replace('"fc.bias"', '"conv.bias": {"dtype": "F32", "shape": [4], "data_offsets": [500, 516]}, '
+                                    '"fc.bias"')
+    h = dup.encode()
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h + DATA + bytes(4))
+    with pytest.raises(RecordError, match="gap of 16 bytes before 'fc.weight'"):
+        load(_micro_tiny(), path)
+
+
+def _inputs(tmp_path, header, data):
+    from ember.micro.run import Inputs
+    path = str(tmp_path / "data.safetensors")
+    _raw(path, header, data)
+    return Inputs(path)
+
+
+@pytest.mark.parametrize("entry, data, match", [
+    # a shape of 2**34 floats: refused from the file's size, before any buffer is made
+    ({"dtype": "F32", "shape": [1, 1 << 34], "data_offsets": [0, 8]}, bytes(8), "data_offsets"),
+    ({"dtype": "F32", "shape": [2, 2]}, bytes(16), "data_offsets"),
+    ({"dtype": "F32", "shape": [4, 2], "data_offsets": [0, 8]}, bytes(8), "data_offsets"),
+    ({"dtype": "F32", "shape": [2, -2], "data_offsets": [0, 0]}, b"", "bad shape"),
+    ({"dtype": "I8", "shape": [2, 2], "data_offsets": [0, 4]}, bytes(4), "expected a float32 tensor 'inputs'"),
+    ({"dtype": "F32", "shape": [], "data_offsets": [0, 4]}, bytes(4), "expected a float32 tensor 'inputs'"),
+])
+def test_micro_inputs_refuse_hostile_records(tmp_path, entry, data, match):
+    with pytest.raises(RecordError, match=match):
+        _inputs(tmp_path, {"inputs": entry}, data)
+
+
+@pytest.mark.parametrize("labels, match", [
+    ({"dtype": "I32", "shape": [1], "data_offsets": [24, 28]}, r"'labels' must be int32 of shape \(3,\)"),
+    ({"dtype": "F32", "shape": [3], "data_offsets": [24, 36]}, r"'labels' must be int32 of shape \(3,\)"),
+    ([1, 2, 3], "expected dtype F32, I8 or I32"),
+])
+def test_micro_inputs_refuse_labels_that_do_not_fit(tmp_path, labels, match):
+    with pytest.raises(RecordError, match=match):
+        _inputs(tmp_path, {"inputs": {"dtype": "F32", "shape": [3, 2], "data_offsets": [0, 24]},
+                           "labels": labels}, bytes(36))
+
