@@ -3,11 +3,15 @@
 import json
 import os
 import struct
+import subprocess
 import sys
 
 import pytest
 
-from ember.errors import RecordError
+import ember
+from ember import record
+from ember.accel import deploy as D
+from ember.errors import DeployError, RecordError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.path.join(HERE, "deploy_models")
@@ -118,3 +122,108 @@ def test_micro_inputs_refuse_labels_that_do_not_fit(tmp_path, labels, match):
         _inputs(tmp_path, {"inputs": {"dtype": "F32", "shape": [3, 2], "data_offsets": [0, 24]},
                            "labels": labels}, bytes(36))
 
+
+# -- ember deploy: every bad input a clear error, nothing left behind ------------------------------------
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    sys.path.insert(0, MODELS)
+    try:
+        from tiny import Tiny
+    finally:
+        sys.path.remove(MODELS)
+    d = tmp_path_factory.mktemp("hostile")
+    weights = str(d / "tiny.safetensors")
+    Tiny(generator=ember.Generator(3)).save(weights)
+    empty = str(d / "empty.safetensors")
+    record.write(empty, [("inputs", ember.zeros(0, 1, 6, 6)), ("labels", ember.zeros(0).to(ember.int32))])
+    return {"dir": d, "weights": weights, "empty": empty}
+
+
+def _model(files, name, source, cls="Tiny"):
+    folder = files["dir"] / "models"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text(source)
+    return str(folder / name) + ":" + cls
+
+
+def _left(d):
+    return sorted(n for n in os.listdir(d) if n.startswith("out") or ".partial-" in n or ".old-" in n)
+
+
+def _fails(files, match, exc=DeployError, out="out", **kw):
+    args = dict(board="unix", weights=files["weights"], model=os.path.join(MODELS, "tiny.py") + ":Tiny",
+                out=str(files["dir"] / out), precision="float32", input_shape=(1, 6, 6), log=lambda s: None)
+    args.update(kw)
+    with pytest.raises(exc, match=match):
+        D.deploy(**args)
+    assert _left(files["dir"]) == []
+
+
+def test_model_file_with_a_syntax_error(files):
+    _fails(files, r"syntax\.py:18: .*syntax", model=_model(files, "syntax.py", TINY_SOURCE + "\ndef (:\n"))
+
+
+def test_model_file_that_raises_on_import_or_build(files):
+    _fails(files, "importing .*raises.py failed: RuntimeError: boom",
+           model=_model(files, "raises.py", TINY_SOURCE + "\nraise RuntimeError('boom')\n"))
+    source = TINY_SOURCE.replace("super().__init__()", "super().__init__()\n        raise ValueError('no')")
+    _fails(files, r"building Tiny\(\) failed: ValueError: no", model=_model(files, "init_raises.py", source))
+
+
+@pytest.mark.parametrize("name", ["main.py", "boot.py", "json.py", "ember.py", "my-model.py"])
+def test_model_file_whose_name_a_bundle_cannot_import(files, name):
+    _fails(files, "deploy: the model file's name", model=_model(files, name, TINY_SOURCE))
+
+
+def test_model_imports_a_functional_name_the_path_lacks(files):
+    source = "from ember.nn.functional import relu, gelu\n" + TINY_SOURCE
+    _fails(files, "imports gelu from ember.nn.functional.*it has: .*max_pool2d",
+           model=_model(files, "gelu_name.py", source))
+
+
+@pytest.mark.parametrize("name, edit", [
+    ("import_ember.py", lambda s: "import ember\n" + s),
+    ("from_functional.py", lambda s: s.replace("import ember.nn.functional as F",
+                                               "from ember.nn.functional import max_pool2d, relu")
+                                      .replace("F.max_pool2d(F.relu", "max_pool2d(relu")),
+])
+def test_import_styles_that_deploy(files, name, edit):
+    out = str(files["dir"] / "ok")
+    try:
+        D.deploy("unix", files["weights"], _model(files, name, edit(TINY_SOURCE)), out, precision="float32",
+                 input_shape=(1, 6, 6), log=lambda s: None)
+        assert os.path.exists(os.path.join(out, "report.json"))
+    finally:
+        import shutil
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def test_data_with_no_inputs(files):
+    _fails(files, r"'inputs' must hold at least one input, found shape \(0, 1, 6, 6\)", data=files["empty"],
+           input_shape=None)
+
+
+@pytest.mark.parametrize("shape", [(1, -6, 6), (0, 6, 6), ()])
+def test_bad_input_shape(files, shape):
+    _fails(files, "input-shape must be positive sizes", input_shape=shape)
+
+
+def test_check_without_data_fails_before_any_work(files, monkeypatch):
+    monkeypatch.setattr("ember.accel.deploy.bundle._stage", lambda *a: pytest.fail("staged before the error"))
+    _fails(files, "--check needs --data", check=True)
+
+
+def test_a_failed_deploy_leaves_no_folder_it_made_for_out(files):
+    small = dict(D.board("rp2040"), name="small", heap_bytes=4096)
+    _fails(files, "small has 4 KB", board=small, out="out-parent/deeper/bundle")
+
+
+def test_cli_reports_a_bad_model_file_without_a_traceback(files):
+    spec = _model(files, "syntax_cli.py", TINY_SOURCE + "\ndef (:\n")
+    proc = subprocess.run([sys.executable, "-m", "ember", "deploy", files["weights"], "--board", "unix", "--model",
+                           spec, "--out", str(files["dir"] / "out"), "--input-shape", "1,6,6"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout, proc.stdout
+    assert proc.stdout.startswith("ember deploy: ") and "syntax_cli.py:18" in proc.stdout
+    assert _left(files["dir"]) == []
