@@ -91,6 +91,20 @@ def test_micro_reader_duplicate_key_leaves_a_gap_it_names(tmp_path):
         load(_micro_tiny(), path)
 
 
+
+@pytest.mark.parametrize("name", ["\u00b2.weight", "00.weight", "+0.weight"])
+def test_micro_reader_names_a_sequential_index_only_one_way(tmp_path, name):
+    """'\u00b2'.isdigit() is true but int() refuses it (a ValueError, no RecordError); '00' and '+0'
+    would load a second tensor into layer 0."""
+    from ember.micro.affine import Linear
+    from ember.micro.module import Sequential
+    from ember.micro.record import load
+    path = str(tmp_path / "s.safetensors")
+    _raw(path, {"0.weight": {"dtype": "F32", "shape": [1, 1], "data_offsets": [0, 4]},
+                name: {"dtype": "F32", "shape": [1, 1], "data_offsets": [4, 8]}}, bytes(8))
+    with pytest.raises(RecordError, match="names no layer of Sequential"):
+        load(Sequential(Linear(1, 1, bias=False)), path)
+
 def _inputs(tmp_path, header, data):
     from ember.micro.run import Inputs
     path = str(tmp_path / "data.safetensors")
