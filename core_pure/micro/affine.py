@@ -86,7 +86,7 @@ class Conv2d(_Affine):
             padding = 0
         elif padding == "same":
             padding = _same(self.kernel_size, self.dilation, self.stride)
-        self.padding = F.pair(padding, "padding", op)
+        self.padding = F.pair(padding, "padding", op, 0)
         self._empty(bias)
 
     def weight_shape(self):

@@ -81,12 +81,17 @@ def dropout(x, p=0.5, training=False, inplace=False):
     return x
 
 
-def pair(v, what, op):
+def pair(v, what, op, low=1):
+    """``v`` as an (h, w) pair of ints, each at least ``low`` (0 for padding, else 1)."""
     if type(v) is int:
-        return v, v
-    if type(v) in (tuple, list) and len(v) == 2:
-        return v[0], v[1]
-    raise ArgumentError("%s: %s must be an int or a pair, found %r" % (op, what, v))
+        v = v, v
+    elif type(v) in (tuple, list) and len(v) == 2 and type(v[0]) is int and type(v[1]) is int:
+        v = v[0], v[1]
+    else:
+        raise ArgumentError("%s: %s must be an int or a pair, found %r" % (op, what, v))
+    if v[0] < low or v[1] < low:
+        raise ArgumentError("%s: %s must be >= %d, found %s" % (op, what, low, v))
+    return v
 
 
 def nchw(x, op):
@@ -107,7 +112,7 @@ def _pool(x, kernel_size, stride, padding, dilation, is_max, op):
     n, c, h, w = nchw(x, op)
     kh, kw = pair(kernel_size, "kernel_size", op)
     sh, sw = pair(kernel_size if stride is None else stride, "stride", op)
-    ph, pw = pair(padding, "padding", op)
+    ph, pw = pair(padding, "padding", op, 0)
     dh, dw = pair(dilation, "dilation", op)
     if not (0 <= ph <= kh // 2 and 0 <= pw <= kw // 2):  # else a window may lie wholly in the padding
         raise ArgumentError("%s: padding must be between 0 and kernel_size // 2, found %s for kernel %s"

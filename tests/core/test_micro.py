@@ -196,3 +196,24 @@ def test_plan_keeps_a_tensor_live_while_a_view_of_it_is_read():
     want = y.tolist()
     T.use(T.Arena(plan))
     assert_close(net(x).tolist(), want)
+
+
+def test_sizes_below_their_minimum_are_errors():
+    # as ember.nn.functional says it, where a zero stride would divide by zero and a float size
+    # would reach range()
+    T.use(T.Arena())
+    x = _micro([1.0] * 16, (1, 1, 4, 4))
+    with raises(ValueError, "stride must be >= 1, found (0, 0)"):
+        MF.max_pool2d(x, 2, 0)
+    with raises(ValueError, "kernel_size must be >= 1"):
+        MF.avg_pool2d(x, (0, 2))
+    with raises(ValueError, "dilation must be >= 1"):
+        MF.max_pool2d(x, 2, 1, 0, 0)
+    with raises(ValueError, "must be an int or a pair, found (2, 2.0)"):
+        MF.max_pool2d(x, (2, 2.0))
+    with raises(ValueError, "stride must be >= 1"):
+        Conv2d(1, 1, 3, stride=0)
+    with raises(ValueError, "padding must be >= 0, found (-1, -1)"):
+        Conv2d(1, 1, 3, padding=-1)
+    with raises(ValueError, "kernel_size must be >= 1"):
+        Conv2d(1, 1, (3, 0))
