@@ -241,3 +241,20 @@ def test_cli_reports_a_bad_model_file_without_a_traceback(files):
     assert proc.returncode == 1 and "Traceback" not in proc.stdout, proc.stdout
     assert proc.stdout.startswith("ember deploy: ") and "syntax_cli.py:18" in proc.stdout
     assert _left(files["dir"]) == []
+
+
+@pytest.mark.parametrize("board, passed", [
+    ([[1.0, float("nan")]], False),  # nan compared with anything made max() skip it: a pass
+    ([[1.0, float("inf")]], False),
+    ([[float("nan"), 2.0]], False),
+    ([[1.0]], False),  # a logit short
+    ([[1.0, 2.0 + 1e-6]], True),
+])
+def test_check_compare_fails_a_nan_inf_or_missing_logit(board, passed):
+    from ember.accel.deploy.run import compare
+    reference = {"predictions": [1], "logits": [[1.0, 2.0]]}
+    result = compare(reference, {"predictions": [1], "logits": board})
+    assert result["passed"] is passed, result
+    same = compare({"predictions": [0], "logits": [[float("nan"), float("inf")]]},
+                   {"predictions": [0], "logits": [[float("nan"), float("inf")]]})
+    assert same["passed"] and same["max_logit_diff"] == 0.0, same
