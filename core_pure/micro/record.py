@@ -116,6 +116,8 @@ def load(model, path):
         end, prev, untiled = 0, None, None
         for name in names:
             layer, attr = _resolve(model, name, path)
+            shape = tuple(check(path, name, h[name], base, size)[2])
+            _expect(layer, attr, shape, h[name]["dtype"], path, name)  # before its buffers are made
             a, shape = read(f, path, name, h[name], base, size, name.endswith(".weight"), address)
             _set(layer, attr, a, shape, h[name]["dtype"], path, name)
             untiled = untiled or _untiled(h[name]["data_offsets"], end, name, prev, path)
@@ -161,7 +163,7 @@ def _resolve(model, name, path):
     return m, parts[-1]
 
 
-def _set(layer, attr, a, shape, dtype, path, name):
+def _expect(layer, attr, shape, dtype, path, name):
     out = layer.weight_shape()[0]
     want = {"weight": layer.weight_shape(), "bias": (out,), "weight_scale": (out,)}.get(attr, ())
     if shape != want:
@@ -169,6 +171,9 @@ def _set(layer, attr, a, shape, dtype, path, name):
     if dtype != "F32" and (attr != "weight" or dtype != "I8"):
         raise RecordError("%s: %r: expected %s, found %s" % (path, name, "F32 or I8" if attr == "weight" else "F32",
                                                              dtype))
+
+
+def _set(layer, attr, a, shape, dtype, path, name):
     if attr == "weight":
         layer.int8 = dtype == "I8"
         layer.weight_at = _row_starts(a, shape)

@@ -258,3 +258,23 @@ def test_check_compare_fails_a_nan_inf_or_missing_logit(board, passed):
     same = compare({"predictions": [0], "logits": [[float("nan"), float("inf")]]},
                    {"predictions": [0], "logits": [[float("nan"), float("inf")]]})
     assert same["passed"] and same["max_logit_diff"] == 0.0, same
+
+
+def test_micro_reader_checks_shape_and_dtype_before_reading(tmp_path, monkeypatch):
+    """A tensor of the wrong shape is refused before its buffers are made: on a board a large
+    wrong tensor would otherwise end in a MemoryError, not in the error that names it."""
+    import ember.micro.record as R
+    path = str(tmp_path / "r.safetensors")
+    big = 3 * 20000 * 4
+    h = dict(OK, **{"fc.weight": {"dtype": "F32", "shape": [3, 20000], "data_offsets": [68, 68 + big]},
+                    "fc.bias": {"dtype": "F32", "shape": [3], "data_offsets": [68 + big, 80 + big]}})
+    _raw(path, h, DATA[:68] + bytes(big + 12))
+    made = []
+    real = R.scratch
+    monkeypatch.setattr(R, "scratch", lambda code, n: made.append(n) or real(code, n))
+    with pytest.raises(RecordError, match=r"'fc.weight': expected shape \(3, 36\), found \(3, 20000\)"):
+        R.load(_micro_tiny(), path)
+    assert max(made) < 1000, made
+    _raw(path, dict(OK, **{"conv.bias": dict(OK["conv.bias"], dtype="I8", data_offsets=[52, 56])}), DATA)
+    with pytest.raises(RecordError, match="'conv.bias': expected F32, found I8"):
+        R.load(_micro_tiny(), path)
