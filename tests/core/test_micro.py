@@ -217,3 +217,19 @@ def test_sizes_below_their_minimum_are_errors():
         Conv2d(1, 1, 3, padding=-1)
     with raises(ValueError, "kernel_size must be >= 1"):
         Conv2d(1, 1, (3, 0))
+
+
+def test_reshape_and_flatten_refuse_what_ember_refuses():
+    T.use(T.Arena())
+    t = _micro([0.0] * 6, (1, 2, 3))
+    with raises(ValueError, "expected sizes >= 0 or -1, found (-2, -3)"):
+        t.reshape(-2, -3)  # 6 elements: the product check alone let it through
+    with raises(ValueError, "cannot infer -1"):
+        _micro([], (0,)).reshape(0, -1)
+    with raises(ValueError, "start_dim 2 comes after end_dim 1"):
+        t.flatten(2, 1)
+    with raises(ValueError, "dim 3 is out of range for a tensor with 3 dims"):
+        t.flatten(3)
+    with raises(ValueError, "dim -4 is out of range for a tensor with 3 dims"):
+        t.flatten(0, -4)
+    assert_true(t.flatten(-2).shape == (1, 6) and t.flatten(0, 1).shape == (2, 3))
