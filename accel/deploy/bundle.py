@@ -63,6 +63,9 @@ def deploy(board, weights, model, out, precision="int8", calibration=None, data=
             raise DeployError("deploy: give --data or --input-shape (the shape of one input, e.g. 1,8,8)")
         input_shape = inputs.shape[1:]
     input_shape = tuple(input_shape)
+    if inputs is not None and input_shape != tuple(inputs.shape[1:]):  # the plan is made for one shape
+        raise DeployError("deploy: --input-shape %s differs from --data %s's 'inputs' %s"
+                          % (input_shape, data, tuple(inputs.shape[1:])))
     if not input_shape or [d for d in input_shape if type(d) is not int or d < 1]:
         raise DeployError("deploy: --input-shape must be positive sizes (one input, without the batch), found %s"
                           % (input_shape,))

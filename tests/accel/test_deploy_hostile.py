@@ -278,3 +278,9 @@ def test_micro_reader_checks_shape_and_dtype_before_reading(tmp_path, monkeypatc
     _raw(path, dict(OK, **{"conv.bias": dict(OK["conv.bias"], dtype="I8", data_offsets=[52, 56])}), DATA)
     with pytest.raises(RecordError, match="'conv.bias': expected F32, found I8"):
         R.load(_micro_tiny(), path)
+
+
+def test_input_shape_that_differs_from_the_data(files):
+    data = str(files["dir"] / "data66.safetensors")
+    record.write(data, [("inputs", ember.zeros(2, 1, 6, 6))])
+    _fails(files, r"--input-shape \(1, 7, 7\) differs from .*'inputs' \(1, 6, 6\)", data=data, input_shape=(1, 7, 7))
