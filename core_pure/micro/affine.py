@@ -70,8 +70,9 @@ class Linear(_Affine):
 
 
 class Conv2d(_Affine):
+    # ember.nn.Conv2d's order (device, generator after bias), then PyTorch's padding_mode
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True, padding_mode="zeros", device=None, generator=None, dtype=None):
+                 bias=True, device=None, generator=None, padding_mode="zeros", dtype=None):
         op = "Conv2d"
         if padding_mode != "zeros":
             raise DeployError("Conv2d: padding_mode=%r is not in the deployment path" % (padding_mode,))

@@ -233,3 +233,14 @@ def test_reshape_and_flatten_refuse_what_ember_refuses():
     with raises(ValueError, "dim -4 is out of range for a tensor with 3 dims"):
         t.flatten(0, -4)
     assert_true(t.flatten(-2).shape == (1, 6) and t.flatten(0, 1).shape == (2, 3))
+
+
+def test_layers_take_ember_nn_arguments_in_ember_nn_order():
+    # ember.nn.Conv2d(in, out, k, stride, padding, dilation, groups, bias, device, generator) and
+    # Dropout(p, generator): a model written for ember passes these, by position or by name
+    from ember.micro.layers import Dropout
+    g = ember.Generator(1)
+    conv = Conv2d(1, 2, 3, 1, 1, 1, 1, False, None, g)
+    assert_true(conv.padding == (1, 1) and not conv.has_bias, "padding %s" % (conv.padding,))
+    Dropout(0.2, generator=g)
+    Dropout(0.2, g)
