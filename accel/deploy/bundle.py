@@ -349,7 +349,12 @@ def _replace(partial, out):
     if os.path.exists(out):
         old = out.rstrip("/") + ".old-%d" % os.getpid()
         os.rename(out, old)
-    os.rename(partial, out)
+    try:
+        os.rename(partial, out)
+    except OSError:
+        if old:  # the previous bundle goes back: never neither
+            os.rename(old, out)
+        raise
     if old:
         shutil.rmtree(old, ignore_errors=True)
 

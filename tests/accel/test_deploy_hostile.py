@@ -284,3 +284,25 @@ def test_input_shape_that_differs_from_the_data(files):
     data = str(files["dir"] / "data66.safetensors")
     record.write(data, [("inputs", ember.zeros(2, 1, 6, 6))])
     _fails(files, r"--input-shape \(1, 7, 7\) differs from .*'inputs' \(1, 6, 6\)", data=data, input_shape=(1, 7, 7))
+
+
+def test_a_bundle_that_cannot_take_its_place_leaves_the_old_one(files, monkeypatch):
+    out = str(files["dir"] / "out-old")
+    args = dict(precision="float32", input_shape=(1, 6, 6), log=lambda s: None)
+    D.deploy("unix", files["weights"], os.path.join(MODELS, "tiny.py") + ":Tiny", out, **args)
+    before = sorted(os.listdir(out))
+    import ember.accel.deploy.bundle as B
+    real = os.rename
+
+    def rename(src, dst):
+        if ".partial-" in src:
+            raise OSError("rename refused")
+        real(src, dst)
+    monkeypatch.setattr(B.os, "rename", rename)
+    with pytest.raises(OSError, match="rename refused"):
+        D.deploy("unix", files["weights"], os.path.join(MODELS, "tiny.py") + ":Tiny", out, **args)
+    monkeypatch.undo()
+    assert sorted(os.listdir(out)) == before
+    import shutil
+    shutil.rmtree(out)
+    assert _left(files["dir"]) == []
