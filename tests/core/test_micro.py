@@ -167,9 +167,10 @@ def test_conv_linear_configurations_match_ember():
         assert_close(got.tolist(), ref.tolist(), rtol=1e-5, atol=1e-5)
     x, wl = _values(2 * 3 * 5, 4), _values(4 * 5, 5)
     fc = Linear(5, 4)
-    fc.weight, fc.bias = _rows("f", wl, 4), array("f", [0.5, -0.5, 0.0, 1.0])
+    bias = [0.5, -0.5, 0.0, 1.0]
+    fc.weight, fc.bias = _rows("f", wl, 4), array("f", bias)
     got = fc(_micro(x, (2, 3, 5)))
-    ref = F.linear(ember.tensor(x).reshape(2, 3, 5), ember.tensor(wl).reshape(4, 5), ember.tensor([0.5, -0.5, 0.0, 1.0]))
+    ref = F.linear(ember.tensor(x).reshape(2, 3, 5), ember.tensor(wl).reshape(4, 5), ember.tensor(bias))
     assert_true(got.shape == (2, 3, 4), "shape %s" % (got.shape,))
     assert_close(got.tolist(), ref.tolist(), rtol=1e-5, atol=1e-5)
 
