@@ -51,6 +51,8 @@ def deploy(board, weights, model, out, precision="int8", calibration=None, data=
     check_mpy_format(profile["mpy_version"], mpy_format())
     if precision not in ("int8", "float32"):
         raise DeployError("deploy: precision must be 'int8' or 'float32', found %r" % (precision,))
+    if check and not data:  # before any work: the check runs last
+        raise DeployError("deploy: --check needs --data (the inputs to compare on)")
     path, cls_name = model_spec.parse_spec(model)
     shim_sources, used = model_spec.shims(path)
     net = model_spec.build(path, cls_name)
@@ -63,9 +65,17 @@ def deploy(board, weights, model, out, precision="int8", calibration=None, data=
             raise DeployError("deploy: give --data or --input-shape (the shape of one input, e.g. 1,8,8)")
         input_shape = inputs.shape[1:]
     input_shape = tuple(input_shape)
+    if inputs is not None and input_shape != tuple(inputs.shape[1:]):  # the plan is made for one shape
+        raise DeployError("deploy: --input-shape %s differs from --data %s's 'inputs' %s"
+                          % (input_shape, data, tuple(inputs.shape[1:])))
+    if not input_shape or [d for d in input_shape if type(d) is not int or d < 1]:
+        raise DeployError("deploy: --input-shape must be positive sizes (one input, without the batch), found %s"
+                          % (input_shape,))
     _prepare_out(out)
+    made = _missing_folders(out)  # the folders above out that writing it makes: removed again on failure
     work = tempfile.mkdtemp(prefix="ember-deploy-")
     partial = out.rstrip("/") + ".partial-%d" % os.getpid()
+    done = False
     try:
         stage = os.path.join(work, "src")
         _stage(stage, path, cls_name, shim_sources, used)
@@ -86,9 +96,15 @@ def deploy(board, weights, model, out, precision="int8", calibration=None, data=
             json.dump(report, f, indent=1)
             f.write("\n")
         _replace(partial, out)
+        done = True
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(partial, ignore_errors=True)
+        for folder in [] if done else made:
+            try:
+                os.rmdir(folder)
+            except OSError:  # no longer empty: something else wrote there meanwhile
+                pass
     log(describe(report, out))
     return report
 
@@ -102,6 +118,9 @@ def _read_inputs(path, what):
     if x.dtype is not ember.float32 or len(x.shape) < 2:
         raise DeployError("deploy: %s %s: 'inputs' must be float32 (N, ...), found %s %s"
                           % (what, path, x.dtype.name, x.shape))
+    if x.shape[0] < 1:
+        raise DeployError("deploy: %s %s: 'inputs' must hold at least one input, found shape %s"
+                          % (what, path, x.shape))
     if y is not None and (y.shape != x.shape[:1] or y.dtype.kind not in "iu"):
         raise DeployError("deploy: %s %s: 'labels' must be integers of shape (%d,), found %s %s"
                           % (what, path, x.shape[0], y.dtype.name, y.shape))
@@ -114,6 +133,16 @@ def _prepare_out(out):
             raise DeployError("deploy: --out %s exists and is not a folder" % out)
         if os.listdir(out) and not os.path.exists(os.path.join(out, "report.json")):
             raise DeployError("deploy: --out %s is a folder that is not an ember bundle; refusing to replace it" % out)
+
+
+def _missing_folders(out):
+    """The folders above ``out`` that do not exist yet, deepest first."""
+    missing = []
+    parent = os.path.dirname(os.path.abspath(out))
+    while not os.path.exists(parent):
+        missing.append(parent)
+        parent = os.path.dirname(parent)
+    return missing
 
 
 def _stage(stage, path, cls_name, shim_sources, used):
@@ -322,7 +351,12 @@ def _replace(partial, out):
     if os.path.exists(out):
         old = out.rstrip("/") + ".old-%d" % os.getpid()
         os.rename(out, old)
-    os.rename(partial, out)
+    try:
+        os.rename(partial, out)
+    except OSError:
+        if old:  # the previous bundle goes back: never neither
+            os.rename(old, out)
+        raise
     if old:
         shutil.rmtree(old, ignore_errors=True)
 

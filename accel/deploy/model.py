@@ -25,6 +25,9 @@ NAMES = {
 }
 # modules a board's MicroPython has that a model file may import as they are
 STDLIB = ("math", "array", "struct", "gc", "sys", "time", "micropython")
+# module names a bundle already uses (its own files, and what ember.micro imports): a model file
+# of one of these names would shadow it or be shadowed
+TAKEN = ("main", "boot", "ember", "_plan", "json", "uctypes") + STDLIB
 
 
 def parse_spec(spec):
@@ -34,14 +37,23 @@ def parse_spec(spec):
         raise DeployError("deploy: --model must be FILE.py:ClassName, found %r" % (spec,))
     if not os.path.isfile(path):
         raise DeployError("deploy: model file %s does not exist" % path)
+    module = os.path.basename(path)[:-3]
+    if not module.isidentifier() or module in TAKEN:
+        raise DeployError("deploy: the model file's name must be a module name a bundle can import (an identifier, "
+                          "none of %s), found %r" % (", ".join(TAKEN), os.path.basename(path)))
     return path, cls
 
 
 def shims(path):
     """{module name: source} of the ``ember`` modules the model file imports, each re-exporting
     the ``ember.micro`` names it uses; a ``DeployError`` names any import a board cannot serve."""
-    with open(path, encoding="utf-8") as f:
-        tree = ast.parse(f.read(), path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+    except SyntaxError as e:
+        raise DeployError("deploy: %s:%s: %s" % (path, e.lineno, e.msg))
+    except (UnicodeDecodeError, ValueError) as e:  # not UTF-8, or a NUL byte
+        raise DeployError("deploy: %s is not Python source: %s" % (path, e))
     wanted = {}  # module -> set of names ("*F*" for the functional module itself)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -54,6 +66,8 @@ def shims(path):
                 _want(wanted, node.module, a.name, path, node.lineno)
     out = {"ember": '"""ember on a board: the deployment runtime (ember.micro) under ember\'s module names."""\n'}
     for mod, names in wanted.items():
+        if mod == "ember":  # import ember: the package itself, written above
+            continue
         if mod == "ember.nn.functional":
             out[mod] = "from ember.micro.functional import %s, __getattr__\n" % ", ".join(FUNCTIONAL)
             continue
@@ -72,7 +86,10 @@ def _want(wanted, module, name, path, line):
     where = "%s:%d" % (path, line)
     if module in STDLIB:
         return
-    if module == "ember.nn.functional" and name is None:
+    if module == "ember.nn.functional":  # the shim offers every name of FUNCTIONAL
+        if name is not None and name not in FUNCTIONAL:
+            raise DeployError("deploy: %s imports %s from %s, an op the deployment path lacks (it has: %s)"
+                              % (where, name, module, ", ".join(FUNCTIONAL)))
         wanted.setdefault(module, set())
         return
     if module == "ember.nn" and name == "functional":
@@ -104,7 +121,10 @@ def build(path, cls_name):
     from ember.nn import init
     spec = importlib.util.spec_from_file_location("_ember_deploy_model", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:  # the model file's own code: whatever it raises, say where
+        raise DeployError("deploy: importing %s failed: %s: %s" % (path, type(e).__name__, e))
     cls = getattr(module, cls_name, None)
     if cls is None:
         raise DeployError("deploy: %s has no class %s" % (path, cls_name))
@@ -113,6 +133,8 @@ def build(path, cls_name):
             return cls()
         except TypeError as e:
             raise DeployError("deploy: %s() must build with no arguments (%s)" % (cls_name, e))
+        except Exception as e:
+            raise DeployError("deploy: building %s() failed: %s: %s" % (cls_name, type(e).__name__, e))
 
 
 def check_layers(model):

@@ -14,10 +14,8 @@ multiply) and ``m`` is stored as float32:
   passes on ``clamp(floor(y / output_scale + 0.5), -127, 127)``, else float ``y`` (the last layer);
 - float activations, int8 weights (dequantized on the fly): ``m = w_scale[o]``; float weights: 1.
 """
-from math import floor
-
 from . import functional as F
-from .functional import dequantize, quantize
+from .functional import dequantize, q8, quantize
 from .module import Module
 from .tensor import ArgumentError, DeployError, ShapeError, empty, scratch
 
@@ -72,8 +70,9 @@ class Linear(_Affine):
 
 
 class Conv2d(_Affine):
+    # ember.nn.Conv2d's order (device, generator after bias), then PyTorch's padding_mode
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True, padding_mode="zeros", device=None, generator=None, dtype=None):
+                 bias=True, device=None, generator=None, padding_mode="zeros", dtype=None):
         op = "Conv2d"
         if padding_mode != "zeros":
             raise DeployError("Conv2d: padding_mode=%r is not in the deployment path" % (padding_mode,))
@@ -88,7 +87,7 @@ class Conv2d(_Affine):
             padding = 0
         elif padding == "same":
             padding = _same(self.kernel_size, self.dilation, self.stride)
-        self.padding = F.pair(padding, "padding", op)
+        self.padding = F.pair(padding, "padding", op, 0)
         self._empty(bias)
 
     def weight_shape(self):
@@ -168,10 +167,7 @@ def linear(layer, x):
 
 
 def _store(dst, i, v, s_out):
-    if s_out is not None:
-        v = floor(v / s_out + 0.5)
-        v = 127 if v > 127 else -127 if v < -127 else v
-    dst[i] = v
+    dst[i] = v if s_out is None else q8(v / s_out + 0.5)
     return i + 1
 
 

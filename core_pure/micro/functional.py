@@ -12,14 +12,24 @@ from .tensor import ArgumentError, DeployError, ShapeError, Tensor, empty
 
 def quantize(x, scale, x_scale=None):
     """To int8 of ``scale``: ``clamp(floor(v / scale + 0.5), -127, 127)`` for each value ``v`` of a
-    float32 tensor, or ``v = q * x_scale`` of an int8 one (a re-quantization)."""
+    float32 tensor, or ``v = q * x_scale`` of an int8 one (a re-quantization); nan gives 0."""
     out = empty("b", x.shape, (x,), scale)
     src, dst = x.data, out.data
     for i in range(len(src)):
         v = src[i] if x_scale is None else src[i] * x_scale
-        q = floor(v / scale + 0.5)
-        dst[i] = 127 if q > 127 else -127 if q < -127 else q
+        dst[i] = q8(v / scale + 0.5)
     return out
+
+
+def q8(v):
+    """``clamp(floor(v), -127, 127)``, nan 0. The float is compared before ``floor``: ``floor(inf)``
+    raises, and a large one would make a big integer (a heap object, or an overflow on a port
+    without them) in a hot loop."""
+    if v >= 127:
+        return 127
+    if v < -126:  # floor(v) <= -127
+        return -127
+    return floor(v) if v == v else 0
 
 
 def dequantize(x):
@@ -71,12 +81,17 @@ def dropout(x, p=0.5, training=False, inplace=False):
     return x
 
 
-def pair(v, what, op):
+def pair(v, what, op, low=1):
+    """``v`` as an (h, w) pair of ints, each at least ``low`` (0 for padding, else 1)."""
     if type(v) is int:
-        return v, v
-    if type(v) in (tuple, list) and len(v) == 2:
-        return v[0], v[1]
-    raise ArgumentError("%s: %s must be an int or a pair, found %r" % (op, what, v))
+        v = v, v
+    elif type(v) in (tuple, list) and len(v) == 2 and type(v[0]) is int and type(v[1]) is int:
+        v = v[0], v[1]
+    else:
+        raise ArgumentError("%s: %s must be an int or a pair, found %r" % (op, what, v))
+    if v[0] < low or v[1] < low:
+        raise ArgumentError("%s: %s must be >= %d, found %s" % (op, what, low, v))
+    return v
 
 
 def nchw(x, op):
@@ -97,8 +112,11 @@ def _pool(x, kernel_size, stride, padding, dilation, is_max, op):
     n, c, h, w = nchw(x, op)
     kh, kw = pair(kernel_size, "kernel_size", op)
     sh, sw = pair(kernel_size if stride is None else stride, "stride", op)
-    ph, pw = pair(padding, "padding", op)
+    ph, pw = pair(padding, "padding", op, 0)
     dh, dw = pair(dilation, "dilation", op)
+    if not (0 <= ph <= kh // 2 and 0 <= pw <= kw // 2):  # else a window may lie wholly in the padding
+        raise ArgumentError("%s: padding must be between 0 and kernel_size // 2, found %s for kernel %s"
+                            % (op, (ph, pw), (kh, kw)))
     oh, ow = out_size(h, kh, sh, ph, dh, op), out_size(w, kw, sw, pw, dw, op)
     quant = x.scale is not None
     out = empty("b" if quant else "f", (n, c, oh, ow), (x,), x.scale)

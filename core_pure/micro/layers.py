@@ -46,5 +46,5 @@ class Identity(Module):
 
 
 class Dropout(Identity):
-    def __init__(self, p=0.5, inplace=False):
+    def __init__(self, p=0.5, generator=None, inplace=False):  # ember.nn.Dropout's (p, generator)
         pass

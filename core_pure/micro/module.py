@@ -63,8 +63,11 @@ class Sequential(Module):
         return [(str(i), m) for i, m in enumerate(self.layers)]
 
     def child(self, name):
-        if name.isdigit() and int(name) < len(self.layers):
-            return self.layers[int(name)]
+        # only the index as str() writes it: '\u00b2'.isdigit() holds but int() refuses it, and
+        # '00' or '+0' would name layer 0 a second way
+        for i in range(len(self.layers)):
+            if name == str(i):
+                return self.layers[i]
         return None
 
     def forward(self, x):

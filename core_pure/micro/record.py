@@ -30,6 +30,9 @@ def header(f, path, size):
         raise RecordError("%s: the header is not valid JSON" % path)
     if type(h) is not dict:
         raise RecordError("%s: the header is not a JSON object" % path)
+    m = h.get("__metadata__", {})
+    if type(m) is not dict:
+        raise RecordError("%s: '__metadata__' is a %s, expected an object of strings" % (path, type(m).__name__))
     return h, 8 + n
 
 
@@ -50,15 +53,13 @@ def _view(address, code, n):
     return uctypes.struct(address, {"v": (uctypes.ARRAY | 0, kind | n)}, uctypes.LITTLE_ENDIAN).v
 
 
-def read(f, path, name, entry, base, size, rows=False, address=None):
-    """(array, shape) of one tensor: F32 as array('f'), I8 as array('b'), I32 as array('i'). With
-    ``rows``, a list giving for each index of the first dim the buffer that holds its row (rows
-    share buffers of about ``BLOCK`` bytes, consecutively); with ``address`` (see ``in_place``)
-    int8 and aligned float32 rows all share one view of the file itself."""
-    if type(entry) is not dict or entry.get("dtype") not in _CODES:
-        raise RecordError("%s: %r: expected dtype F32, I8 or I32, found %r" % (
-            path, name, entry.get("dtype") if type(entry) is dict else entry))
-    code, item = _CODES[entry["dtype"]]
+def check(path, name, entry, base, size):
+    """(typecode, item size, shape, element count, file position) of a header entry, every field
+    checked against the file's ``size`` before anything is allocated for it."""
+    dtype = entry.get("dtype") if type(entry) is dict else entry
+    if type(dtype) is not str or dtype not in _CODES:  # a list or object would not even hash
+        raise RecordError("%s: %r: expected dtype F32, I8 or I32, found %r" % (path, name, dtype))
+    code, item = _CODES[dtype]
     shape, offsets = entry.get("shape"), entry.get("data_offsets")
     if type(shape) is not list or [d for d in shape if type(d) is not int or d < 0]:
         raise RecordError("%s: %r: bad shape %r" % (path, name, shape))
@@ -69,7 +70,15 @@ def read(f, path, name, entry, base, size, rows=False, address=None):
             or offsets[1] - offsets[0] != count * item or offsets[0] < 0 or base + offsets[1] > size):
         raise RecordError("%s: %r: data_offsets %r do not hold %d %s values inside the file"
                           % (path, name, offsets, count, entry["dtype"]))
-    start = base + offsets[0]
+    return code, item, shape, count, base + offsets[0]
+
+
+def read(f, path, name, entry, base, size, rows=False, address=None):
+    """(array, shape) of one tensor: F32 as array('f'), I8 as array('b'), I32 as array('i'). With
+    ``rows``, a list giving for each index of the first dim the buffer that holds its row (rows
+    share buffers of about ``BLOCK`` bytes, consecutively); with ``address`` (see ``in_place``)
+    int8 and aligned float32 rows all share one view of the file itself."""
+    code, item, shape, count, start = check(path, name, entry, base, size)
     if rows and count and address is not None and code != "i" and (code == "b" or (address + start) % 4 == 0):
         return [_view(address + start, code, count)] * shape[0], tuple(shape)  # row r starts at r * k
     f.seek(start)
@@ -103,19 +112,43 @@ def load(model, path):
         h, base = header(f, path, size)
         address = in_place(f)
         names = [k for k in h if k != "__metadata__"]
-        names.sort(key=lambda k: _start(h[k]))  # in file order: one forward sweep over the flash
+        names.sort(key=lambda k: _span(h[k]))  # in file order: one forward sweep over the flash
+        end, prev, untiled = 0, None, None
         for name in names:
             layer, attr = _resolve(model, name, path)
+            shape = tuple(check(path, name, h[name], base, size)[2])
+            _expect(layer, attr, shape, h[name]["dtype"], path, name)  # before its buffers are made
             a, shape = read(f, path, name, h[name], base, size, name.endswith(".weight"), address)
             _set(layer, attr, a, shape, h[name]["dtype"], path, name)
+            untiled = untiled or _untiled(h[name]["data_offsets"], end, name, prev, path)
+            end, prev = h[name]["data_offsets"][1], name
+        if base + end != size:
+            untiled = untiled or ("%s: %d bytes of data follow the last tensor %r: the tensors must tile the data"
+                                  % (path, size - base - end, prev))
     finally:
         f.close()
-    _check_complete(model, path)
+    _check_complete(model, path)  # first: a missing tensor also leaves a gap, and its name says more
+    if untiled:
+        raise RecordError(untiled)
 
 
-def _start(entry):
+def _span(entry):
     offsets = entry.get("data_offsets") if type(entry) is dict else None
-    return offsets[0] if type(offsets) is list and offsets and type(offsets[0]) is int else 0
+    if type(offsets) is list and len(offsets) == 2 and type(offsets[0]) is int and type(offsets[1]) is int:
+        return offsets[0], offsets[1]
+    return 0, 0  # refused by check() when its turn comes
+
+
+def _untiled(offsets, end, name, prev, path):
+    """Why the tensor breaks safetensors' rule (in file order, each starts where the one before
+    ends), or None. A gap is also what a repeated name leaves: MicroPython's json keeps the last
+    of two equal keys."""
+    if offsets[0] > end:
+        return "%s: gap of %d bytes before %r (data_offsets %r): the tensors must tile the data" % (
+            path, offsets[0] - end, name, offsets)
+    if offsets[0] < end:
+        return "%s: %r (data_offsets %r) overlaps %r, which ends at %d" % (path, name, offsets, prev, end)
+    return None
 
 
 def _resolve(model, name, path):
@@ -130,7 +163,7 @@ def _resolve(model, name, path):
     return m, parts[-1]
 
 
-def _set(layer, attr, a, shape, dtype, path, name):
+def _expect(layer, attr, shape, dtype, path, name):
     out = layer.weight_shape()[0]
     want = {"weight": layer.weight_shape(), "bias": (out,), "weight_scale": (out,)}.get(attr, ())
     if shape != want:
@@ -138,6 +171,9 @@ def _set(layer, attr, a, shape, dtype, path, name):
     if dtype != "F32" and (attr != "weight" or dtype != "I8"):
         raise RecordError("%s: %r: expected %s, found %s" % (path, name, "F32 or I8" if attr == "weight" else "F32",
                                                              dtype))
+
+
+def _set(layer, attr, a, shape, dtype, path, name):
     if attr == "weight":
         layer.int8 = dtype == "I8"
         layer.weight_at = _row_starts(a, shape)

@@ -44,22 +44,32 @@ class Inputs:
     input at a time into ``x`` (a (1, ...) tensor)."""
 
     def __init__(self, path):
-        from .record import header, read
         f = self.file = open(path, "rb")
+        try:
+            self._open(f, path)
+        except Exception:
+            f.close()
+            raise
+
+    def _open(self, f, path):
+        from .record import check, header, read
         f.seek(0, 2)
         size = f.tell()
         f.seek(0)
         h, base = header(f, path, size)
         e = h.get("inputs")
         if type(e) is not dict or e.get("dtype") != "F32" or type(e.get("shape")) is not list or not e["shape"]:
-            f.close()
             raise RecordError("%s: expected a float32 tensor 'inputs' (N, ...)" % path)
-        shape = e["shape"]
-        self.count, self.size = shape[0], 1
-        for d in shape[1:]:
-            self.size *= d
-        self.labels = read(f, path, "labels", h["labels"], base, size)[0] if "labels" in h else None
-        self.start = base + e["data_offsets"][0]
+        # shape and offsets checked against the file's size before the input buffer is made
+        _, _, shape, count, self.start = check(path, "inputs", e, base, size)
+        self.count = shape[0]
+        self.size = count // self.count if self.count else 0
+        self.labels = None
+        if "labels" in h:
+            self.labels, got = read(f, path, "labels", h["labels"], base, size)
+            if got != (self.count,) or h["labels"]["dtype"] != "I32":
+                raise RecordError("%s: 'labels' must be int32 of shape (%d,), found %s %s"
+                                  % (path, self.count, h["labels"]["dtype"], got))
         self.x = tensor(scratch("f", self.size), (1,) + tuple(shape[1:]))
 
     def read(self, i):

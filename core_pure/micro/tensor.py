@@ -111,13 +111,17 @@ class Tensor:
         shape = list(shape)
         n, known, free = len(self.data), 1, -1
         for i in range(len(shape)):
+            if type(shape[i]) is not int or shape[i] < -1:  # (-2, -3) has the right product
+                raise ShapeError("reshape: expected sizes >= 0 or -1, found %s" % (tuple(shape),))
             if shape[i] == -1:
                 if free >= 0:
                     raise ShapeError("reshape: only one dimension can be -1, found %s" % (tuple(shape),))
                 free = i
             else:
                 known *= shape[i]
-        if free >= 0 and known:
+        if free >= 0:
+            if not known:
+                raise ShapeError("reshape: cannot infer -1 in %s for %d elements" % (tuple(shape), n))
             shape[free] = n // known
         if known * (shape[free] if free >= 0 else 1) != n:
             raise ShapeError("reshape: shape %s is invalid for %d elements" % (tuple(shape), n))
@@ -127,7 +131,13 @@ class Tensor:
 
     def flatten(self, start_dim=0, end_dim=-1):
         nd = len(self.shape)
+        for d in (start_dim, end_dim):
+            if nd and not -nd <= d < nd:
+                raise ShapeError("flatten: dim %d is out of range for a tensor with %d dims (expected %d..%d)"
+                                 % (d, nd, -nd, nd - 1))
         start, end = start_dim % nd if nd else 0, end_dim % nd if nd else 0
+        if start > end:
+            raise ShapeError("flatten: start_dim %d comes after end_dim %d" % (start_dim, end_dim))
         n = 1
         for s in self.shape[start:end + 1]:
             n *= s

@@ -119,3 +119,129 @@ def test_reshape_view_flatten_argmax():
         t.reshape(4, -1)
     with raises(ValueError, "not in the deployment path"):
         MF.gelu(t)
+
+
+def test_quantize_nan_is_zero_and_inf_clamps():
+    # the contract (docs/architecture.md, "Quantized records"): nan gives 0, +-inf clamps; a float
+    # is compared before floor, so no integer beyond int8 is made (32-bit boards, no big ints)
+    T.use(T.Arena())
+    inf = float("inf")
+    q = MF.quantize(_micro([inf, -inf, float("nan"), 3.0e38, -126.6, 126.4], (6,)), 1.0e-30)
+    assert_true(list(q.data) == [127, -127, 0, 127, -127, 127], "got %s" % list(q.data))
+    q = MF.quantize(_micro([-126.6, -126.4, 126.4, 126.6], (4,)), 1.0)
+    assert_true(list(q.data) == [-127, -126, 126, 127], "got %s" % list(q.data))
+    fc = Linear(1, 3)
+    fc.weight, fc.weight_scale, fc.int8 = _rows("b", [1, 1, 1], 3), array("f", [1.0, 1.0, 1.0]), True
+    fc.bias = array("f", [inf, -inf, 3.0e38])
+    fc.input_scale, fc.output_scale = 1.0, 1.0e-30
+    y = fc(_micro([1.0], (1, 1)))
+    assert_true(list(y.data) == [127, -127, 127], "int8 out %s" % list(y.data))
+
+
+def test_pool_padding_beyond_half_the_kernel_is_an_error():
+    T.use(T.Arena())
+    x = _micro([1.0] * 16, (1, 1, 4, 4))
+    for pool in (MF.max_pool2d, MF.avg_pool2d):
+        with raises(ValueError, "padding must be between 0 and kernel_size // 2"):
+            pool(x, 2, 1, 2)
+        with raises(ValueError, "padding must be between 0 and kernel_size // 2"):
+            pool(x, (3, 2), 1, (1, 2))
+
+
+def test_conv_linear_configurations_match_ember():
+    """Strides, dilation, groups, rectangular kernels, padding, batch 2; Linear over 3-D inputs."""
+    T.use(T.Arena())
+    for n, c, h, w, oc, k, s, p, d, g in ((2, 4, 7, 6, 6, (3, 2), (2, 1), (1, 2), (1, 2), 2),
+                                          (1, 4, 7, 7, 4, 3, 2, 0, 2, 4),
+                                          (2, 2, 4, 6, 4, (1, 3), 1, (0, 1), 1, 1)):
+        kh, kw = k if type(k) is tuple else (k, k)
+        x = [v - 0.5 for v in _values(n * c * h * w, 1)]
+        wt = [v - 0.5 for v in _values(oc * (c // g) * kh * kw, 2)]
+        b = _values(oc, 3)
+        conv = Conv2d(c, oc, k, stride=s, padding=p, dilation=d, groups=g)
+        conv.weight, conv.bias = _rows("f", wt, oc), array("f", b)
+        got = conv(_micro(x, (n, c, h, w)))
+        ref = F.conv2d(ember.tensor(x).reshape(n, c, h, w), ember.tensor(wt).reshape(oc, c // g, kh, kw),
+                       ember.tensor(b), stride=s, padding=p, dilation=d, groups=g)
+        assert_true(got.shape == ref.shape, "shape %s vs %s" % (got.shape, ref.shape))
+        assert_close(got.tolist(), ref.tolist(), rtol=1e-5, atol=1e-5)
+    x, wl = _values(2 * 3 * 5, 4), _values(4 * 5, 5)
+    fc = Linear(5, 4)
+    bias = [0.5, -0.5, 0.0, 1.0]
+    fc.weight, fc.bias = _rows("f", wl, 4), array("f", bias)
+    got = fc(_micro(x, (2, 3, 5)))
+    ref = F.linear(ember.tensor(x).reshape(2, 3, 5), ember.tensor(wl).reshape(4, 5), ember.tensor(bias))
+    assert_true(got.shape == (2, 3, 4), "shape %s" % (got.shape,))
+    assert_close(got.tolist(), ref.tolist(), rtol=1e-5, atol=1e-5)
+
+
+def test_plan_keeps_a_tensor_live_while_a_view_of_it_is_read():
+    """A tensor read again after a relu of it (residual-like), through reshape/flatten views: the
+    relu may not run in place and no buffer is reused while live."""
+    class Net(Module):
+        def __init__(self):
+            self.a, self.b = Linear(4, 4), Linear(4, 4)
+
+        def forward(self, x):
+            h = self.a(x)
+            self.side = self.b(MF.relu(h.reshape(1, 2, 2)).flatten(1))  # relu of a view of h
+            return self.b(h.view(1, 4))  # h itself, read again
+    net = Net()
+    net.a.weight, net.a.bias = _rows("f", [v - 0.5 for v in _values(16, 7)], 4), array("f", [0.1, -0.2, 0.3, -0.4])
+    net.b.weight, net.b.bias = _rows("f", [v - 0.5 for v in _values(16, 8)], 4), array("f", [0.0] * 4)
+    x = _micro([1.0, -2.0, 3.0, -4.0], (1, 4))
+    trace, y = P.trace(net, x)
+    plan = P.make(trace, y.buf)
+    ops = plan["ops"]
+    assert_true(ops[1][1] != ops[0][1], "relu overwrote a tensor read later: %s" % ops)
+    want = y.tolist()
+    T.use(T.Arena(plan))
+    assert_close(net(x).tolist(), want)
+
+
+def test_sizes_below_their_minimum_are_errors():
+    # as ember.nn.functional says it, where a zero stride would divide by zero and a float size
+    # would reach range()
+    T.use(T.Arena())
+    x = _micro([1.0] * 16, (1, 1, 4, 4))
+    with raises(ValueError, "stride must be >= 1, found (0, 0)"):
+        MF.max_pool2d(x, 2, 0)
+    with raises(ValueError, "kernel_size must be >= 1"):
+        MF.avg_pool2d(x, (0, 2))
+    with raises(ValueError, "dilation must be >= 1"):
+        MF.max_pool2d(x, 2, 1, 0, 0)
+    with raises(ValueError, "must be an int or a pair, found (2, 2.0)"):
+        MF.max_pool2d(x, (2, 2.0))
+    with raises(ValueError, "stride must be >= 1"):
+        Conv2d(1, 1, 3, stride=0)
+    with raises(ValueError, "padding must be >= 0, found (-1, -1)"):
+        Conv2d(1, 1, 3, padding=-1)
+    with raises(ValueError, "kernel_size must be >= 1"):
+        Conv2d(1, 1, (3, 0))
+
+
+def test_reshape_and_flatten_refuse_what_ember_refuses():
+    T.use(T.Arena())
+    t = _micro([0.0] * 6, (1, 2, 3))
+    with raises(ValueError, "expected sizes >= 0 or -1, found (-2, -3)"):
+        t.reshape(-2, -3)  # 6 elements: the product check alone let it through
+    with raises(ValueError, "cannot infer -1"):
+        _micro([], (0,)).reshape(0, -1)
+    with raises(ValueError, "start_dim 2 comes after end_dim 1"):
+        t.flatten(2, 1)
+    with raises(ValueError, "dim 3 is out of range for a tensor with 3 dims"):
+        t.flatten(3)
+    with raises(ValueError, "dim -4 is out of range for a tensor with 3 dims"):
+        t.flatten(0, -4)
+    assert_true(t.flatten(-2).shape == (1, 6) and t.flatten(0, 1).shape == (2, 3))
+
+
+def test_layers_take_ember_nn_arguments_in_ember_nn_order():
+    # ember.nn.Conv2d(in, out, k, stride, padding, dilation, groups, bias, device, generator) and
+    # Dropout(p, generator): a model written for ember passes these, by position or by name
+    from ember.micro.layers import Dropout
+    g = ember.Generator(1)
+    conv = Conv2d(1, 2, 3, 1, 1, 1, 1, False, None, g)
+    assert_true(conv.padding == (1, 1) and not conv.has_bias, "padding %s" % (conv.padding,))
+    Dropout(0.2, generator=g)
+    Dropout(0.2, g)
