@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 import ember  # noqa: E402
 from ember import record  # noqa: E402
 from ember.accel.deploy import deploy  # noqa: E402
-from ember.accel.deploy.run import micropython_binary  # noqa: E402
+from ember.accel.deploy.run import micropython_binary, parse_output  # noqa: E402
 
 DIGITS_RECORD = os.path.join(ROOT, "examples", "digits", "artifacts", "digits_cnn.safetensors")
 HELDOUT = os.path.join(ROOT, "examples", "digits", "artifacts", "heldout.safetensors")
@@ -98,8 +98,7 @@ def run_bundle(bundle, heap_bytes, romfs=False):
         with open(os.path.join(bundle, script), "w") as f:
             f.write(ROMFS_MAIN)
     env = dict(os.environ, MICROPYPATH=".frozen" if romfs else bundle)
-    cwd = bundle
-    proc = subprocess.run([micropython_binary(), "-X", "heapsize=%d" % heap_bytes, script], cwd=cwd, env=env,
+    proc = subprocess.run([micropython_binary(), "-X", "heapsize=%d" % heap_bytes, script], cwd=bundle, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
     return proc.returncode == 0 and "\ncorrect " in proc.stdout, proc.stdout
 
@@ -116,21 +115,6 @@ def smallest_heap_kb(bundle, lo_kb=8, hi_kb=4096, romfs=False):
         else:
             lo_kb = mid + 1
     return hi_kb
-
-
-def figures(text):
-    out = {}
-    for line in text.splitlines():
-        p = line.split()
-        if line.startswith("heap ") and "after load" in line:
-            out["live_after_load_kb"] = int(p[1]) / 1024.0
-        elif line.startswith("heap ") and "peak" in line:
-            out["live_peak_kb"] = int(p[1]) / 1024.0
-        elif line.startswith("time "):
-            out["ms_per_image"] = float(p[1])
-        elif line.startswith("correct "):
-            out["correct"] = p[1]
-    return out
 
 
 def import_heap_kb(folder, module, path):
@@ -249,8 +233,10 @@ def main():
         ok, text = run_bundle(bundle, 190000)  # the rp2040's heap, when it fits there
         if not ok:
             ok, text = run_bundle(bundle, 4 * 1024 * 1024)
-        f = figures(text)
-        floor_kb = int(f.get("live_peak_kb", 8))  # a heap below the live peak cannot work
+        got = parse_output(text, name)
+        f = {"live_after_load_kb": got["heap_after_load"] / 1024.0, "live_peak_kb": got["heap_peak"] / 1024.0,
+             "ms_per_image": got["ms_per_image"], "correct": "%d/%d" % (got["correct"], len(got["predictions"]))}
+        floor_kb = int(f["live_peak_kb"])  # a heap below the live peak cannot work
         min_kb = smallest_heap_kb(bundle, lo_kb=floor_kb)
         module = os.path.basename(model.split(":")[0])[:-3]
         _, subset_kb = import_heap_kb(bundle, module, bundle)
@@ -281,8 +267,8 @@ def main():
                                                       "CPython ms", "import", "correct"))
     for name, r in rows:
         print("%-12s %7s KB %6.1f KB %6.1f KB %5.1f KB %10.2f %10.2f %6.1f KB %s" % (
-            name, r["min_heap_kb"], r.get("live_after_load_kb", 0), r.get("live_peak_kb", 0), r["flash_kb"],
-            r.get("ms_per_image", 0), r["cpython_ms_per_image"], r["subset_heap_kb"], r.get("correct")))
+            name, r["min_heap_kb"], r["live_after_load_kb"], r["live_peak_kb"], r["flash_kb"],
+            r["ms_per_image"], r["cpython_ms_per_image"], r["subset_heap_kb"], r["correct"]))
     print("the same bundles from romfs.img (code run and int8 weights read in place, as from a board's ROM "
           "partition; heap less the image):")
     for name, r in rows:

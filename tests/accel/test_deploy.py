@@ -10,6 +10,7 @@ import pytest
 import ember
 from ember import record
 from ember.accel import deploy as D
+from ember.accel.deploy.model import load_class
 from ember.errors import DeployError, RecordError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -20,11 +21,7 @@ TINY = os.path.join(MODELS, "tiny.py") + ":Tiny"
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     """A trained-looking record for Tiny, 12 inputs with labels, 16 calibration inputs."""
-    sys.path.insert(0, MODELS)
-    try:
-        from tiny import Tiny
-    finally:
-        sys.path.remove(MODELS)
+    Tiny = load_class(os.path.join(MODELS, "tiny.py"), "Tiny")
     d = tmp_path_factory.mktemp("deploy")
     gen = ember.Generator(3)
     model = Tiny(generator=gen)
@@ -43,11 +40,7 @@ def files(tmp_path_factory):
 def test_every_layer_of_the_deployment_path(tmp_path, precision):
     """A Sequential of every layer (strides, 'same' padding, both pools, Dropout, Identity, no bias),
     deployed and checked on the unix port."""
-    sys.path.insert(0, MODELS)
-    try:
-        from seq import Seq
-    finally:
-        sys.path.remove(MODELS)
+    Seq = load_class(os.path.join(MODELS, "seq.py"), "Seq")
     ember.seed(5)
     model = Seq()
     weights = str(tmp_path / "seq.safetensors")
@@ -254,11 +247,7 @@ def test_micro_runtime_agrees_with_ember_quant(files, tmp_path):
     from ember.micro.functional import max_pool2d, relu
     from ember.micro.module import Module
     from ember.micro.record import load
-    sys.path.insert(0, MODELS)
-    try:
-        from tiny import Tiny
-    finally:
-        sys.path.remove(MODELS)
+    Tiny = load_class(os.path.join(MODELS, "tiny.py"), "Tiny")
     net = Tiny()
     net.load(files["weights"])
     with record.open(files["calib"]) as r:

@@ -11,6 +11,7 @@ import pytest
 import ember
 from ember import record
 from ember.accel import deploy as D
+from ember.accel.deploy.model import load_class
 from ember.errors import DeployError, RecordError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -141,11 +142,7 @@ def test_micro_inputs_refuse_labels_that_do_not_fit(tmp_path, labels, match):
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    sys.path.insert(0, MODELS)
-    try:
-        from tiny import Tiny
-    finally:
-        sys.path.remove(MODELS)
+    Tiny = load_class(os.path.join(MODELS, "tiny.py"), "Tiny")
     d = tmp_path_factory.mktemp("hostile")
     weights = str(d / "tiny.safetensors")
     Tiny(generator=ember.Generator(3)).save(weights)

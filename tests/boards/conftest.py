@@ -1,7 +1,6 @@
 """What every board check shares: the digits CNN trained briefly (the fit and the agreement do not
 need the demo's accuracy), the held-out digits and 200 training digits to calibrate on."""
 import os
-import sys
 
 import pytest
 
@@ -17,11 +16,8 @@ def digits(tmp_path_factory):
     from ember.accel.optim import AdamW
     from ember.accel.train import Learner
     import ember.nn.functional as F
-    sys.path.insert(0, APP)
-    try:
-        from digits_cnn import DigitsCNN
-    finally:
-        sys.path.remove(APP)
+    from ember.accel.deploy.model import load_class
+    DigitsCNN = load_class(os.path.join(APP, "digits_cnn.py"), "DigitsCNN")
     d = tmp_path_factory.mktemp("boards")
     rest, heldout = load_digits().split(0.2, seed=0, stratify=True)
     try:

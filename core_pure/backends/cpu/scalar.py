@@ -9,17 +9,11 @@ INF = float("inf")
 NAN = float("nan")
 
 
-def _operator():
-    # CPython's operator functions are the fastest map arguments; stock MicroPython ports have no
+try:  # CPython's operator functions are the fastest map arguments; stock MicroPython ports have no
     # operator module at all, and the wasm port's lacks add/mul/...
-    try:
-        import operator
-    except ImportError:
-        return None
-    return operator
-
-
-_OPERATOR = _operator()
+    import operator as _OPERATOR
+except ImportError:
+    _OPERATOR = None
 
 
 def _binop(sym):
