@@ -303,3 +303,52 @@ def test_a_bundle_that_cannot_take_its_place_leaves_the_old_one(files, monkeypat
     import shutil
     shutil.rmtree(out)
     assert _left(files["dir"]) == []
+
+
+@pytest.mark.parametrize("case, match", [
+    ("truncated", "not a record"),
+    ("huge_header", "header length"),
+    ("not_json", "not valid JSON"),
+    ("bad_dtype", "expected dtype F32, I8 or I32"),
+    ("offsets_outside", "data_offsets"),
+    ("wrong_shape", "expected shape"),
+    ("unknown_name", "names no layer"),
+    ("missing", "missing"),
+    ("zero_scale", "positive"),
+    ("nan_scale", "positive"),
+])
+def test_micro_record_reader_refuses_hostile_files(tmp_path, case, match):
+    from ember.micro.record import load
+    path = str(tmp_path / "r.safetensors")
+    ok = {"conv.weight": {"dtype": "I8", "shape": [4, 1, 3, 3], "data_offsets": [0, 36]},
+          "conv.weight_scale": {"dtype": "F32", "shape": [4], "data_offsets": [36, 52]},
+          "conv.bias": {"dtype": "F32", "shape": [4], "data_offsets": [52, 68]},
+          "fc.weight": {"dtype": "F32", "shape": [3, 36], "data_offsets": [68, 500]},
+          "fc.bias": {"dtype": "F32", "shape": [3], "data_offsets": [500, 512]}}
+    import struct
+    data = bytes(36) + struct.pack("<4f", 0.1, 0.1, 0.1, 0.1) + bytes(512 - 52)
+    if case == "truncated":
+        open(path, "wb").write(b"\x01\x02")
+    elif case == "huge_header":
+        open(path, "wb").write((1 << 40).to_bytes(8, "little") + b"{}")
+    elif case == "not_json":
+        open(path, "wb").write((3).to_bytes(8, "little") + b"{x}")
+    else:
+        h = dict(ok)
+        if case == "bad_dtype":
+            h["fc.bias"] = dict(h["fc.bias"], dtype="F64")
+        elif case == "offsets_outside":
+            h["fc.bias"] = dict(h["fc.bias"], data_offsets=[500, 900])
+        elif case == "wrong_shape":
+            h["fc.weight"] = {"dtype": "F32", "shape": [36, 3], "data_offsets": [68, 500]}
+        elif case == "unknown_name":
+            h["head.weight"] = {"dtype": "F32", "shape": [0], "data_offsets": [512, 512]}
+        elif case == "missing":
+            del h["conv.weight_scale"]
+        elif case == "zero_scale":
+            data = bytes(36) + struct.pack("<4f", 0.1, 0.0, 0.1, 0.1) + bytes(512 - 52)
+        elif case == "nan_scale":
+            data = bytes(36) + struct.pack("<4f", 0.1, float("nan"), 0.1, 0.1) + bytes(512 - 52)
+        _raw(path, h, data)
+    with pytest.raises(RecordError, match=match):
+        load(_micro_tiny(), path)
