@@ -93,3 +93,61 @@ class Backend:
         if not backwards:
             del OVERRIDE_BACKWARDS[cls]
         return previous
+
+
+class Decorator(Backend):
+    """A backend that wraps another one (``Autodiff``, ``Fusion``) and runs every primitive through it.
+
+    Its arrays pair (or stand for) the inner device's arrays: ``wrap`` makes one from an inner array
+    without copying, ``unwrap`` gives the inner array back (a lazy decorator computes it first).
+    ``base()`` is the backend at the bottom of the chain. ``records_grad`` says whether this
+    decorator records a graph for ``backward`` (``Autodiff``); code above the backend asks the chain
+    through ``ember.backend.grad_device`` instead of probing for method names.
+    """
+
+    name = "Decorator"
+    records_grad = False
+
+    def __init__(self, inner):
+        if not isinstance(inner, Backend):
+            from .errors import ArgumentTypeError
+            raise ArgumentTypeError("%s: expected a device such as ember.Cpu(), found %r" % (self.name, inner))
+        self.inner = inner
+
+    def key(self):
+        return (self.name,) + self.inner.key()
+
+    def __repr__(self):
+        return "%s(%r)" % (self.name, self.inner)
+
+    def wrap(self, value, shape, dtype):
+        """An inner array as one of this device's arrays (no copy)."""
+        raise NotImplementedError
+
+    def unwrap(self, a):
+        """The inner array this device's array ``a`` stands for (no copy)."""
+        raise NotImplementedError
+
+    def base(self):
+        """The backend at the bottom of the decorator chain."""
+        dev = self.inner
+        while isinstance(dev, Decorator):
+            dev = dev.inner
+        return dev
+
+
+def chain(device):
+    """``device`` and every device below it, outermost first: ``[Autodiff(Fusion(Cpu())), Fusion(Cpu()), Cpu()]``."""
+    out = [device]
+    while isinstance(device, Decorator):
+        device = device.inner
+        out.append(device)
+    return out
+
+
+def grad_device(device):
+    """The outermost decorator in ``device``'s chain that records gradients, or None."""
+    for dev in chain(device):
+        if getattr(dev, "records_grad", False):
+            return dev
+    return None
