@@ -9,6 +9,7 @@ each name below loads its layer (and that layer's dependency) on first use.
 - ``NumPy``: the numpy device (``ember.accel.numpy``; needs ``ember[numpy]``).
 - ``from_numpy(a, device=None)``, ``from_dlpack(x, device=None)``: tensors from numpy arrays,
   PyTorch tensors and other DLPack exporters, sharing memory where they can (docs/interop.md).
+- ``Fusion``: kernel fusion as a backend decorator (``ember.accel.fusion``, docs/fusion.md).
 - ``Wgpu``: the GPU device through wgpu (``ember.accel.wgpu``; needs ``ember[gpu]``, docs/gpu.md).
 """
 
@@ -20,6 +21,7 @@ _LAZY = {
     "from_numpy": "numpy",
     "from_dlpack": "numpy",
     "Wgpu": "wgpu",
+    "Fusion": "fusion",
 }
 
 

@@ -13,13 +13,16 @@ rounds is kept, so the machine's slow and fast phases hit all alike.
 Ratios are reference time / ember time (above 1: ember is faster); goals (issue 4):
 matmul_256_t1_vs_numpy, matmul_1024_t1_vs_numpy >= 0.9; matmul_1024_t2_vs_torch >= 0.9;
 gelu_1m_vs_torch >= 1; conv3x3_vs_torch >= 0.7; mlp_b1_vs_torch, lenet_b1_vs_torch >= 1;
-add16_vs_torch >= 0.67. Those without a thread count in their name compare single-threaded runs
+add16_vs_torch >= 0.67; gelu_fused_vs_torch, softmax_fused_vs_torch >= 1 (issue 13: GELU and softmax
+written from primitives, run through ``Fusion(ember.Cpu())`` as one generated kernel each, against
+``F.gelu``/``F.softmax``). Those without a thread count in their name compare single-threaded runs
 (as the PyTorch figures in the issue were measured); their 2-thread counterparts carry "_t2".
 On a machine whose other core is busy, 2-thread figures (PyTorch's most of all) say more about the
 load than the code: the JSON records the load average. The last line printed is one JSON object
 with every ratio and figure.
 """
 import json
+import math
 import os
 import random
 import statistics
@@ -31,7 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 GOALS = {
     "matmul_256_t1_vs_numpy": 0.9, "matmul_1024_t1_vs_numpy": 0.9, "matmul_1024_t2_vs_torch": 0.9,
     "gelu_1m_vs_torch": 1.0, "conv3x3_vs_torch": 0.7, "mlp_b1_vs_torch": 1.0, "lenet_b1_vs_torch": 1.0,
-    "add16_vs_torch": 0.67,
+    "add16_vs_torch": 0.67, "gelu_fused_vs_torch": 1.0, "softmax_fused_vs_torch": 1.0,
 }
 
 
@@ -174,6 +177,30 @@ def child(threads, quick):
                     rounds, target)
     out["softmax_1m_us"] = {k: v * 1e6 for k, v in t.items()}
 
+    # the same two written from primitives, through Fusion: one generated kernel each (issue 13)
+    from ember.accel import Fusion
+    fdev = Fusion(dev)
+    xf, x2f = xe.to(fdev), x2e.to(fdev)
+
+    def gelu_fused():
+        y = xf * ((xf / math.sqrt(2)).erf() + 1) / 2
+        fdev.synchronize()
+        return y
+
+    def softmax_fused():
+        m = x2f.max(-1, keepdim=True)[0]
+        e = (x2f - m).exp()
+        y = e / e.sum(-1, keepdim=True)
+        fdev.synchronize()
+        return y
+    with torch.inference_mode():
+        agree("gelu_fused", gelu_fused(), TF.gelu(xt).numpy(), 1e-5)
+    agree("softmax_fused", softmax_fused().reshape(1024, 1024), softmax_np(), 1e-6)
+    t = interleaved([("ember_fused", gelu_fused), ("torch", gelu_t)], rounds, target)
+    out["gelu_fused_1m_us"] = {k: v * 1e6 for k, v in t.items()}
+    t = interleaved([("ember_fused", softmax_fused), ("torch", softmax_t)], rounds, target)
+    out["softmax_fused_1m_us"] = {k: v * 1e6 for k, v in t.items()}
+
     # MLP 784-128-10 and LeNet (conv 1->8 3x3, relu, maxpool 2, conv 8->16 3x3, relu, maxpool 2,
     # linear 400->10) forward at batch 1
     def params(*shape, scale=0.1):
@@ -264,6 +291,10 @@ def main():
             "mlp_b1%s_vs_torch" % suffix: r["mlp_b1_us"]["torch"] / r["mlp_b1_us"]["ember"],
             "lenet_b1%s_vs_torch" % suffix: r["lenet_b1_us"]["torch"] / r["lenet_b1_us"]["ember"],
             "add16%s_vs_torch" % suffix: r["add16_us"]["torch"] / r["add16_us"]["ember"],
+            "gelu_fused%s_vs_torch" % suffix:
+                r["gelu_fused_1m_us"]["torch"] / r["gelu_fused_1m_us"]["ember_fused"],
+            "softmax_fused%s_vs_torch" % suffix:
+                r["softmax_fused_1m_us"]["torch"] / r["softmax_fused_1m_us"]["ember_fused"],
         }
     # The goals compare single-threaded runs (as the anchors measured PyTorch), except the one that
     # names 2 threads; the 2-thread figures of the other ops are reported beside them ("_t2").
@@ -287,7 +318,8 @@ def main():
         for name, v in r["conv_us"].items():
             print("  conv2d %-11s: ember %8.1f  torch %8.1f us" % (name, v["ember"], v["torch"]))
         for key, label in (("gelu_1m_us", "gelu 1M"), ("softmax_1m_us", "softmax 1M"), ("mlp_b1_us", "MLP b1"),
-                           ("lenet_b1_us", "LeNet b1"), ("add16_us", "add 16")):
+                           ("lenet_b1_us", "LeNet b1"), ("add16_us", "add 16"),
+                           ("gelu_fused_1m_us", "gelu fused"), ("softmax_fused_1m_us", "softmax fused")):
             print("  %-11s: %s us" % (label, "  ".join("%s %.2f" % kv for kv in sorted(r[key].items()))))
     for key, goal in GOALS.items():
         print("%-26s %6.3f  goal >= %.2f  %s" % (key, result[key], goal, "met" if result[key] >= goal else "NOT met"))

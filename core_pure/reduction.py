@@ -1,12 +1,49 @@
 """Reductions over a dim, a tuple of dims or everything, with ``keepdim``."""
-from collections import namedtuple
-
 from . import dtypes
 from .errors import ShapeError
 from .shapes import dim as _dim, dims as _dims, numel
 from .tensor import Tensor
 
-ValuesIndices = namedtuple("ValuesIndices", ("values", "indices"))
+
+
+class ValuesIndices:
+    """``(values, indices)`` of max/min/sort along a dim, unpacked like a tuple.
+
+    ``indices`` may be given as a function: then it runs on first read, so ``x.max(-1)[0]`` or
+    ``x.max(-1).values`` costs one reduction, not two (and a fused reduction stays fusable).
+    """
+
+    __slots__ = ("values", "_indices")
+
+    def __init__(self, values, indices):
+        self.values = values
+        self._indices = indices
+
+    @property
+    def indices(self):
+        if not isinstance(self._indices, Tensor):
+            self._indices = self._indices()
+        return self._indices
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        if i in (0, -2):
+            return self.values
+        if i in (1, -1):
+            return self.indices
+        return (self.values, self.indices)[i]  # slices, and the IndexError
+
+    def __iter__(self):
+        yield self.values
+        yield self.indices
+
+    def __eq__(self, other):
+        return tuple(self) == tuple(other)
+
+    def __repr__(self):
+        return "ValuesIndices(values=%r, indices=%r)" % (self.values, self.indices)
 
 
 def _reduce(op, x, dims, keepdim, out_dtype):
@@ -77,8 +114,7 @@ def extreme(op, x, dim=None, keepdim=False):
     ds = (_dim(dim, max(len(x.shape), 1), op),) if x.shape else (0,)
     _nonempty(op, x, ds)
     values = _reduce(op, x, ds, keepdim, x.dtype)
-    indices = _reduce("arg" + op, x, ds, keepdim, dtypes.int64)
-    return ValuesIndices(values, indices)
+    return ValuesIndices(values, lambda: _reduce("arg" + op, x, ds, keepdim, dtypes.int64))
 
 
 def arg(op, x, dim=None, keepdim=False):

@@ -1,0 +1,391 @@
+"""Cut the pending graph below a node into fused kernels (see ir.py) and run them.
+
+``realize(device, node)`` computes ``node`` and every pending node it depends on that the program
+still holds. Each node to compute (a *root*) becomes one kernel, built by walking its expression:
+
+- elementwise ops and views (expand, permute, size-1 reshapes) are **inlined**: views only change
+  how the inputs are indexed (strides), elementwise ops become expression nodes;
+- a pending reduce whose input has the root's shape and that the root reads broadcast along the
+  reduced dim becomes a **Reduce phase** of a row kernel (softmax, layer norm: fuse-on-read);
+- a pending matmul the root reads at its own index becomes the **acc** of a matmul kernel whose
+  epilogue is the root (bias + activation: fuse-on-write);
+- anything else pending (a reduce read another way, a node the program holds but reads through a
+  broadcast) is a **boundary**: computed first, by its own kernel, then loaded.
+
+Nodes the program still holds that the walk inlines at the kernel's own index are written as extra
+outputs of the same kernel, so nothing is computed twice; intermediates nobody holds are never
+written. When the compiler cannot take a kernel (``supports`` False, an array it cannot address),
+the root's ops run unfused on the inner device, one primitive each.
+"""
+from ember.shapes import numel
+
+from . import ir
+from .graph import ELEMENTWISE, Node, topo
+
+FUSABLE_REDUCES = ir.REDUCE_OPS
+
+
+class Unfusable(Exception):
+    """Raised while building a kernel that the compiler cannot run; the root then runs unfused."""
+
+
+def realize(device, node):
+    """Compute ``node`` (and what it needs) on ``device.inner``; returns its inner value."""
+    if node.value is None:
+        _compute(device, node)
+    return node.value
+
+
+def _compute(device, node):
+    if node.value is not None:
+        return
+    inner = device.inner
+    if node.op in ("expand", "permute", "reshape"):  # a view of a computed array: no kernel
+        src = node.args[0]
+        value = realize(device, src) if type(src) is Node else src
+        node.set(getattr(inner, node.op)(value, node.args[1]))
+        return
+    compiler = device.compiler
+    if compiler is not None:
+        try:
+            builder = _Builder(device, node)
+            kernel, space, inputs, outputs = builder.build()
+        except Unfusable:
+            kernel = None
+        if kernel is not None:
+            values = compiler.run(kernel, space, inputs)
+            device._launched(kernel, space, inputs, compiler)
+            for n, v, shape in zip(outputs, values, builder.output_shapes):
+                n.set(v if shape == n.shape else inner.reshape(v, n.shape))
+            return
+    _eager(device, node)
+
+
+def _eager(device, node):
+    """Run ``node``'s pending ops one primitive each (what the inner device does without Fusion)."""
+    inner = device.inner
+    for n in topo(node):
+        args = [realize(device, a) if type(a) is Node else a for a in n.args]
+        if n.op == "unary":
+            value = inner.unary(args[0], args[1])
+        elif n.op == "reduce":
+            value = inner.reduce(args[0], args[1], args[2])
+        elif n.op == "binary":
+            value = inner.binary(args[0], args[1], args[2])
+        elif n.op == "where":
+            value = inner.where(args[0], args[1], args[2])
+        elif n.op in ("cast", "expand", "permute", "reshape"):
+            value = getattr(inner, n.op)(args[0], args[1])
+        elif n.op == "matmul":
+            value = inner.matmul(args[0], args[1])
+        else:
+            raise AssertionError("fusion: no eager rule for %r" % (n.op,))
+        if n.op not in ("expand", "permute", "reshape"):
+            device._launched(None, n.op, args, None)
+        n.set(value)
+
+
+def _identity(rank):
+    return tuple(range(rank))
+
+
+def _row_identity(rank, dim):
+    return tuple(None if k == dim else k for k in range(rank))
+
+
+def _squeeze_map(src_out, out_shape, in_shape):
+    """The index map of a reshape that only inserts or removes size-1 dims, or None."""
+    kept_out = [k for k, s in enumerate(out_shape) if s != 1]
+    kept_in = [k for k, s in enumerate(in_shape) if s != 1]
+    if [out_shape[k] for k in kept_out] != [in_shape[k] for k in kept_in]:
+        return None
+    src = [None] * len(in_shape)
+    for ki, ko in zip(kept_in, kept_out):
+        src[ki] = src_out[ko]
+    return tuple(src)
+
+
+def _per_row(reduce, src, root_shape):
+    """How a root reads ``reduce`` at one value per row (its index map into the reduce's input
+    space), or None. ``src`` maps the reduce's dims to the root's: the reduced dim must be read at
+    0, the others in order (dropping or keeping size-1 dims), so the root's row-major order is the
+    order of the rows."""
+    dim, shape = reduce.args[2], reduce.shape
+    mapped = []
+    for k, s in enumerate(src):
+        if k == dim:
+            if s is not None and shape[k] != 1:
+                return None
+            continue
+        if s is None:
+            if shape[k] != 1:
+                return None
+            continue
+        mapped.append((s, k))
+    if [s for s, _ in mapped] != sorted(set(s for s, _ in mapped)):
+        return None
+    root_src = [None] * len(root_shape)
+    for s, k in mapped:
+        root_src[s] = k
+    if any(m is None and n != 1 for m, n in zip(root_src, root_shape)):
+        return None  # the root reads each row's value more than once
+    return tuple(root_src)
+
+
+def squeeze_only(in_shape, out_shape):
+    """True when reshaping ``in_shape`` to ``out_shape`` only adds or drops dims of size 1."""
+    return [s for s in in_shape if s != 1] == [s for s in out_shape if s != 1]
+
+
+class _Builder:
+    """Builds the kernel for one root (see the module docstring)."""
+
+    def __init__(self, device, root):
+        self.device = device
+        self.compiler = device.compiler
+        self.root = root
+        self.nodes = []
+        self.memo = {}  # (id(node), src) -> IR node index
+        self.inputs = []  # dtype names
+        self.args = []  # (array, strides, offset)
+        self.input_memo = {}
+        self.phases = []
+        self.reduce_phase = {}  # id(reduce node) -> phase index
+        self.outputs = []  # (IR index, per_row)
+        self.output_nodes = []
+        self.output_shapes = []  # what the compiler returns for each output (reshaped to the node's)
+        self.matmul = None
+
+    # -- choosing the kernel --------------------------------------------------------------------
+    def build(self):
+        root = self.root
+        kind, anchor, root_src = self._kind(root)
+        if kind == "matmul":
+            self.space = anchor.shape
+            self.rank = len(self.space)
+            self.dim = None
+            self.matmul = anchor
+            a, b = (self._boundary(x) for x in anchor.args[:2])
+            self.a = self._input(a, tuple(range(self.rank)), anchor.args[0], operand=True)
+            self.b = self._input(b, tuple(range(self.rank)), anchor.args[1], operand=True)
+            top = self._expr(root, _identity(self.rank))
+            self._output(root, top, False)
+        elif kind == "row":
+            self.space = anchor.args[1].shape
+            self.rank = len(self.space)
+            self.dim = anchor.args[2]
+            per_row = root_src != _identity(self.rank)
+            top = self._expr(root, root_src)
+            self._output(root, top, per_row)
+        else:
+            self.space = root.shape
+            self.rank = len(self.space)
+            self.dim = None
+            top = self._expr(root, _identity(self.rank))
+            self._output(root, top, False)
+        if any(not p for _, p in self.outputs) and (not self.phases or type(self.phases[-1]) is not ir.Map):
+            if self.matmul is None:
+                self.phases.append(ir.Map())
+        if self.matmul is not None:
+            kernel = ir.MatmulKernel(self.rank, self.a, self.b, self.matmul.dtype.name, self.inputs,
+                                     self.nodes, self.outputs)
+            k = self.matmul.args[0].shape[-1]
+            space = tuple(self.space) + (k,)
+        else:
+            kernel = ir.RowKernel(self.rank, self.dim, self.inputs, self.nodes, self.phases, self.outputs)
+            space = tuple(self.space)
+        if not self.compiler.supports(kernel):
+            raise Unfusable()
+        return kernel, space, self.args, self.output_nodes
+
+    def _kind(self, root):
+        """("matmul", m) / ("row", reduce) / ("flat", None): the kernel ``root`` anchors."""
+        if root.op == "reduce":
+            if root.args[0] in FUSABLE_REDUCES and root.dtype.name in ir.DTYPES:
+                return "row", root, _row_identity(len(root.shape), root.args[2])
+            raise Unfusable()
+        if root.op == "matmul":
+            return "matmul", root, None
+        found = []
+        self._scan(root, _identity(len(root.shape)), root.shape, found, set())
+        for kind, anchor, root_src in found:
+            if kind == "matmul":
+                return kind, anchor, root_src
+        if found:
+            return found[0]
+        return "flat", None, None
+
+    def _scan(self, node, src, space, found, seen):
+        """Find pending reduces/matmuls ``node`` reads at a fusable index (depth first)."""
+        key = (id(node), src)
+        if key in seen or type(node) is not Node or node.value is not None:
+            return
+        seen.add(key)
+        rank = len(space)
+        if node.op == "reduce":
+            x, dim = node.args[1], node.args[2]
+            if node.args[0] not in FUSABLE_REDUCES:
+                return
+            if tuple(x.shape) == tuple(space) and src == _row_identity(rank, dim):
+                found.append(("row", node, _identity(rank)))  # read broadcast: a Map phase
+                return
+            root_src = _per_row(node, src, space)
+            if root_src is not None:
+                found.append(("row", node, root_src))  # one value per row: a per-row output
+            return
+        if node.op == "matmul":
+            if tuple(node.shape) == tuple(space) and src == _identity(rank):
+                found.append(("matmul", node, None))
+            return
+        for a, s in self._children(node, src):
+            self._scan(a, s, space, found, seen)
+
+    def _children(self, node, src):
+        """(argument node, its index map) for an inlinable node."""
+        op = node.op
+        if op in ELEMENTWISE:
+            return [(a, src) for a in node.args if type(a) is Node]
+        x = node.args[0]
+        if type(x) is not Node:
+            return []
+        if op == "expand":
+            return [(x, tuple(None if xs == 1 and os != 1 else s
+                              for xs, os, s in zip(x.shape, node.shape, src)))]
+        if op == "permute":
+            inv = [None] * len(src)
+            for k, d in enumerate(node.args[1]):
+                inv[d] = src[k]
+            return [(x, tuple(inv))]
+        if op == "reshape":
+            m = _squeeze_map(src, node.shape, x.shape)
+            return [(x, m)] if m is not None else []
+        return []
+
+    # -- expressions ----------------------------------------------------------------------------
+    def _emit(self, node):
+        self.nodes.append(node)
+        return len(self.nodes) - 1
+
+    def _expr(self, node, src):
+        key = (id(node), src)
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        idx = self._translate(node, src)
+        self.memo[key] = idx
+        if node is not self.root and node.value is None and node.alive() and node.op not in ("reduce", "expand",
+                                                                                     "permute", "reshape"):
+            self._output(node, idx, None, src)  # the program holds it: write it from this kernel
+        return idx
+
+    def _translate(self, node, src):
+        if node.value is not None:
+            return self._load(node.value, src, node)
+        op, dtype = node.op, node.dtype.name
+        if dtype not in ir.DTYPES:
+            raise Unfusable()
+        if op == "unary":
+            return self._emit(("unary", dtype, node.args[0], self._arg(node.args[1], src, node)))
+        if op == "binary":
+            a, b = node.args[1], node.args[2]
+            other = b if type(b) is Node else a
+            return self._emit(("binary", dtype, node.args[0], self._arg(a, src, other),
+                               self._arg(b, src, other)))
+        if op == "where":
+            c, a, b = (self._arg(x, src, node) for x in node.args)
+            return self._emit(("where", dtype, c, a, b))
+        if op == "cast":
+            return self._emit(("cast", dtype, self._arg(node.args[0], src, node)))
+        if op in ("expand", "permute", "reshape"):
+            children = self._children(node, src)
+            if not children:
+                return self._load(self._boundary(node), src, node)
+            x, s = children[0]
+            return self._expr(x, s)
+        if op == "reduce":
+            if self.dim is not None and node.args[0] in FUSABLE_REDUCES and \
+                    tuple(node.args[1].shape) == tuple(self.space) and node.args[2] == self.dim and \
+                    src == _row_identity(self.rank, self.dim):
+                return self._row(node)
+            return self._load(self._boundary(node), src, node)
+        if op == "matmul":
+            if node is self.matmul and src == _identity(self.rank):
+                return self._emit(("acc", dtype))
+            return self._load(self._boundary(node), src, node)
+        raise Unfusable()
+
+    def _arg(self, a, src, like):
+        if type(a) is Node:
+            return self._expr(a, src)
+        dtype = like.dtype.name
+        return self._emit(("const", dtype, a))
+
+    def _row(self, node):
+        j = self.reduce_phase.get(id(node))
+        if j is None:
+            body = self._expr(node.args[1], _identity(self.rank))
+            self.phases.append(ir.Reduce(node.args[0], body, node.dtype.name))
+            j = len(self.phases) - 1
+            self.reduce_phase[id(node)] = j
+        idx = self._emit(("row", node.dtype.name, j))
+        if node is not self.root and node.alive():
+            self._output(node, idx, True)
+        return idx
+
+    def _boundary(self, node):
+        """A pending node this kernel cannot inline: compute it first, return its value."""
+        if type(node) is not Node:
+            return node
+        if node.value is None:
+            _compute(self.device, node)
+        return node.value
+
+    def _load(self, value, src, node):
+        layout = self.compiler.layout(value)
+        if layout is None:
+            raise Unfusable()
+        strides, offset = layout
+        st = [0] * self.rank
+        for k, s in enumerate(src):
+            if s is not None and node.shape[k] != 1:
+                st[s] += strides[k]
+        key = (id(value), tuple(st), offset)
+        k = self.input_memo.get(key)
+        if k is None:
+            k = len(self.inputs)
+            self.inputs.append(node.dtype.name)
+            self.args.append((value, tuple(st), offset))
+            self.input_memo[key] = k
+        return self._emit(("load", node.dtype.name, k))
+
+    def _input(self, value, dims, node, operand=False):
+        layout = self.compiler.layout(value)
+        if layout is None:
+            raise Unfusable()
+        strides, offset = layout
+        k = len(self.inputs)
+        self.inputs.append(node.dtype.name)
+        self.args.append((value, tuple(strides[d] if node.shape[d] != 1 else 0 for d in dims), offset))
+        return k
+
+    def _output(self, node, idx, per_row, src=None):
+        if per_row is None:  # an inlined node the program holds: only at the kernel's own index
+            if src == _identity(self.rank) and tuple(node.shape) == tuple(self.space):
+                per_row = False
+            elif self.dim is not None and src == _row_identity(self.rank, self.dim) and \
+                    tuple(node.shape) == tuple(self.space[:self.dim]) + (1,) + tuple(self.space[self.dim + 1:]):
+                per_row = True
+            else:
+                return
+        if any(n is node for n in self.output_nodes):
+            return
+        self.outputs.append((idx, per_row))
+        self.output_nodes.append(node)
+        shape = tuple(self.space)
+        if per_row:
+            shape = shape[:self.dim] + (1,) + shape[self.dim + 1:]
+        self.output_shapes.append(shape)
+
+
+def numel_of(node):
+    return numel(node.shape)
