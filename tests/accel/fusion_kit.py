@@ -7,6 +7,7 @@ the dim), which is what the compilers must reproduce.
 """
 import math
 import struct
+from array import array as pyarray
 
 import ember
 from ember import dtypes
@@ -36,6 +37,8 @@ class Graph:
         return self._add(("load", self.inputs[k], k))
 
     def const(self, value, dtype):
+        if dtype == "float32":  # the frontend rounds a scalar to the tensor's precision
+            value = pyarray("f", [value])[0]
         return self._add(("const", dtype, value))
 
     def unary(self, op, x):

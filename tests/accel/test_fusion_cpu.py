@@ -6,7 +6,9 @@ bit for bit (nan matches nan, the sign of zero counts) for chains of + - * /, sq
 where and integer ops, and within the conformance suite's float32 tolerance where a transcendental
 op (exp, erf, ...) may come from a fast approximation.
 """
+import os
 import random
+import tempfile
 
 import pytest
 
@@ -19,6 +21,7 @@ from fusion_kit import Graph, array, assert_same, item, reference
 NAN, INF = float("nan"), float("inf")
 TRANSCENDENTAL = (1e-6, 1e-7)  # conformance_kit.TOLERANCE["float32"]
 COMPOSITE = (1e-5, 1e-6)  # conformance_kit.COMPOSITE["float32"]: a chain that cancels (1 + erf)
+os.environ.setdefault("EMBER_CACHE_DIR", tempfile.mkdtemp(prefix="ember-fusion-test-"))
 
 
 def _compilers():
@@ -316,3 +319,55 @@ def test_bad_input_raises(name, compiler):
     assert not compiler.supports(forward)
     with pytest.raises(ArgumentError):
         compiler.run(forward, (3,), [item(array([1.0] * 3, (3,), "float32"))])
+
+
+def _sweep():
+    """Dense float32 inputs over exp's and erf's whole range, then the special values."""
+    xs = [i / 64.0 for i in range(-120 * 64, 120 * 64)]
+    xs += [s * 10.0 ** (e / 8.0) for e in range(-360, 40) for s in (1.0, -1.0)]
+    xs += [88.0, 88.5, 88.72, 88.73, 89.0, -87.3, -87.4, -103.9, -104.0, 1e-45, -1e-45, 1e-38, -0.0]
+    return xs + [NAN, INF, -INF, 0.0]
+
+
+def test_fast_approximations_sweep():
+    """fk_expf and fk_erff (and their exact fallback at nan, inf, overflow) against the pure Cpu's
+    libm values, within the conformance tolerance, over a dense sweep."""
+    from ember.accel.fusion.compile_c import CCompiler
+    g = Graph(["float32"])
+    x = g.load(0)
+    k = g.flat(1, [g.unary("exp", x), g.unary("erf", x), g.unary("exp", g.unary("neg", g.binary("mul", x, x)))])
+    xs = _sweep()
+    inputs = [item(array(xs, (len(xs),), "float32"))]
+    want = reference(k, (len(xs),), inputs)
+    got = CCompiler().run(k, (len(xs),), inputs)
+    for j, (a, b) in enumerate(zip(got, want)):
+        assert_same(a, b, TRANSCENDENTAL, "sweep output %d" % j)
+
+
+def test_broken_compiler_falls_back(monkeypatch, tmp_path):
+    """CC pointing nowhere: one warning, then the interpreter's (exact) results."""
+    from ember.accel.fusion import compile_c
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compile_c, "_warned", [])
+    _, space, inputs, _ = chain_f32()
+    g = Graph(["float32", "float32"])
+    kernel = g.flat(2, [g.binary("add", g.binary("mul", g.load(0), 7.25), g.load(1))])  # built nowhere else
+    compiler = compile_c.CCompiler()
+    with pytest.warns(RuntimeWarning, match="interpreter"):
+        got = compiler.run(kernel, space, inputs)
+    for g, w in zip(got, reference(kernel, space, inputs)):
+        assert_same(g, w)
+    assert compiler.run(kernel, space, inputs)  # no second warning, no build attempt
+
+
+def test_compiler_for(monkeypatch):
+    import ember
+    from ember.accel.fusion.compilers import compiler_for
+    from ember.errors import DeviceError
+    assert compiler_for(ember.Cpu(kernels="python")).name == "interpreter"
+    assert compiler_for(ember.Cpu(kernels="c")).name == "c"
+    monkeypatch.setenv("EMBER_NO_C", "1")
+    assert compiler_for(ember.Cpu(kernels="c")).name == "interpreter"
+    with pytest.raises(DeviceError):
+        compiler_for("gpu")
