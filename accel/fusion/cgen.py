@@ -22,6 +22,7 @@ from .cexpr import CTYPE, node_expr
 
 BLOCK = 512
 LANES = 16
+CHUNK = 64  # elements a reduce computes before folding them into its lanes
 MAXD = 16  # outer dims after collapsing (the caller checks)
 
 
@@ -180,9 +181,11 @@ def _reduce_block(kernel, j, phase, classes, row_of):
     if op in ("sum", "prod"):
         acc_t = "double" if floats else "uint64_t"
         init = ("0" if op == "sum" else "1")
-        combine = ("L[l] += (%s)%s;" if op == "sum" else "L[l] *= (%s)%s;") % (acc_t, v)
-        tail_c = combine.replace("L[l]", "L[0]")
-        final = ["%s t = %s;" % (acc_t, init), "for (l = 0; l < %d; l++) t %s= L[l];" % (LANES, "+" if op == "sum" else "*")]
+        sym = "+" if op == "sum" else "*"
+
+        def comb(x, lane):
+            return "L[%s] %s= (%s)%s;" % (lane, sym, acc_t, x)
+        final = ["%s t = %s;" % (acc_t, init), "for (l = 0; l < %d; l++) t %s= L[l];" % (LANES, sym)]
         final.append("row%d = (%s)t;" % (j, out_t) if floats else "row%d = (%s)(%s)t;" % (j, out_t, _u(phase.dtype)))
         nan_lanes = False
     else:
@@ -192,9 +195,10 @@ def _reduce_block(kernel, j, phase, classes, row_of):
             init = "-(%s)INFINITY" % acc_t if op == "max" else "(%s)INFINITY" % acc_t
         else:
             init = _int_extreme(src, op)
-        combine = "L[l] = %s %s L[l] ? %s : L[l]; N[l] |= %s != %s;" % (v, sym, v, v, v) if floats else \
-            "L[l] = %s %s L[l] ? %s : L[l];" % (v, sym, v)
-        tail_c = combine.replace("[l]", "[0]")
+
+        def comb(x, lane):
+            pick = "L[%s] = %s %s L[%s] ? %s : L[%s];" % (lane, x, sym, lane, x, lane)
+            return pick + (" N[%s] |= %s != %s;" % (lane, x, x) if floats else "")
         final = ["%s t = L[0]; int nan = N[0];" % acc_t if floats else "%s t = L[0];" % acc_t,
                  "for (l = 1; l < %d; l++) { t = L[l] %s t ? L[l] : t;%s }" % (LANES, sym, " nan |= N[l];" if floats else "")]
         if floats:
@@ -203,16 +207,30 @@ def _reduce_block(kernel, j, phase, classes, row_of):
         nan_lanes = floats
     fast, flags = body.lines(True)
     exact, _ = body.lines(False)
-    decl = ["%s L[%d];" % (acc_t, LANES)] + (["int N[%d];" % LANES] if nan_lanes else [])
+    mask_t = {1: "int8_t", 4: "int32_t", 8: "int64_t"}[_SIZE[acc_t]]
+    decl = ["typedef %s fk_va __attribute__((vector_size(%d)));" % (acc_t, LANES * _SIZE[acc_t]),
+            "typedef %s fk_vt __attribute__((vector_size(%d)));" % (CTYPE[src], LANES * _SIZE[CTYPE[src]]),
+            "typedef %s fk_vm __attribute__((vector_size(%d)));" % (mask_t, LANES * _SIZE[acc_t]),
+            "fk_va L;"] + (["fk_vm N;"] if nan_lanes else [])
+    if op in ("sum", "prod"):
+        fold = "L %s= __builtin_convertvector(x, fk_va);" % sym
+    else:
+        fold = ("fk_vm m = x %s L; L = (fk_va)(((fk_vm)x & m) | ((fk_vm)L & ~m));" % sym
+                + (" N |= (x != x);" if nan_lanes else ""))
     init_lines = ["for (l = 0; l < %d; l++) { L[l] = %s;%s }" % (LANES, init, " N[l] = 0;" if nan_lanes else "")]
 
     def loops(stmts, guard):
+        # a chunk of node values computed by a plain (vectorizable) loop, then folded into the
+        # lanes by a second plain loop: the lanes are the only reassociation
         g = ["bad |= %s;" % " | ".join("(%s)" % f for f in flags)] if guard and flags else []
-        out = ["for (i0 = 0; i0 + %d <= n; i0 += %d) {" % (LANES, LANES),
-               "    for (l = 0; l < %d; l++) {" % LANES, "        fk_i i = i0 + l;"]
-        out += _indent(stmts + [combine] + g, 2) + ["    }", "}",
-                                                    "for (fk_i i = i0; i < n; i++) {"]
-        out += _indent(stmts + [tail_c] + g, 1) + ["}"]
+        out = ["for (i0 = 0; i0 + %d <= n; i0 += %d) {" % (CHUNK, CHUNK),
+               "    %s T[%d];" % (CTYPE[src], CHUNK),
+               "    for (fk_i q = 0; q < %d; q++) {" % CHUNK, "        fk_i i = i0 + q;"]
+        out += _indent(stmts + ["T[q] = %s;" % v] + g, 2) + ["    }"]
+        out += ["    for (fk_i q = 0; q < %d; q += %d) {" % (CHUNK, LANES),
+                "        fk_vt x; memcpy(&x, T + q, sizeof x);", "        " + fold, "    }", "}",
+                "for (fk_i i = i0; i < n; i++) {"]
+        out += _indent(stmts + [comb(v, "0")] + g, 1) + ["}"]
         return out
     out = ["{"] + _indent(decl + ["int bad = 0;", "fk_i i0, l;"] + init_lines + loops(fast, True), 1)
     if flags:
@@ -225,6 +243,9 @@ def _reduce_block(kernel, j, phase, classes, row_of):
                        ["        if (%s == 0) { row%d = %s; break; }" % (v, j, v), "    }", "}"], 1)
     out.append("}")
     return out
+
+
+_SIZE = {"float": 4, "double": 8, "int8_t": 1, "int32_t": 4, "int64_t": 8, "uint8_t": 1, "uint64_t": 8}
 
 
 def _u(dtype):

@@ -28,7 +28,7 @@ from .interpret import Interpreter
 CDEF = "int fk_run(uintptr_t args, int nthreads);"
 _BASE_FLAGS = ("-O3", "-g0", "-std=gnu99", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off",
                "-fno-wrapv", "-pthread", "-Wno-unused-function", "-Wno-unused-variable",
-               "-Wno-unused-but-set-variable")
+               "-Wno-unused-but-set-variable", "-Wno-unused-local-typedefs")
 _ISA_FLAGS = {"avx512": ("-mavx512f", "-mavx512vl", "-mavx512bw", "-mavx512dq", "-mavx2", "-mfma",
                          "-mprefer-vector-width=512"),
               "avx2": ("-mavx2", "-mfma")}
