@@ -43,14 +43,22 @@ _TO_BOOL = {"isnan": S.isnan, "isinf": S.isinf, "logical_not": S.logical_not}
 
 
 def unary(op, a):
-    av = values(a)
     dtype = a.dtype
+    if dtype.kind != "f" and op in _IDENTITY_ON_INT:
+        return a
+    out = dtypes.bool_ if op in _TO_BOOL else dtype
+    return CpuArray(unary_data(op, dtype, values(a)), a.shape, out)
+
+
+def unary_data(op, dtype, av):
+    """``op`` over the stored values ``av`` of ``dtype``, stored as the result's dtype stores it
+    (the fused-kernel interpreter runs its nodes through this too)."""
     n = len(av)
     if op in _TO_BOOL:
         fn = _TO_BOOL[op]
         if dtype.kind != "f" and op != "logical_not":
-            return CpuArray([False] * n, a.shape, dtypes.bool_)
-        return CpuArray([bool(fn(v)) for v in av], a.shape, dtypes.bool_)
+            return [False] * n
+        return [bool(fn(v)) for v in av]
     if dtype.kind == "f":
         fast, safe = _FLOAT_UNARY[op]
 
@@ -60,13 +68,13 @@ def unary(op, a):
                 return list(map(fast, x))
             except (OverflowError, ValueError, ZeroDivisionError):
                 return list(map(safe, x))
-        return CpuArray(build(dtype, n, part), a.shape, dtype)
+        return build(dtype, n, part)
     if op in _IDENTITY_ON_INT:
-        return a
+        return av
     if dtype is dtypes.bool_:
-        return CpuArray([not v for v in av], a.shape, dtype)  # only bitwise_not reaches here
+        return [not v for v in av]  # only bitwise_not reaches here
     fn = _INT_UNARY[op]
-    return CpuArray(build(dtype, n, lambda i, j: list(map(fn, _part(av, i, j)))), a.shape, dtype)
+    return build(dtype, n, lambda i, j: list(map(fn, _part(av, i, j))))
 
 
 def _part(seq, i, j):
@@ -125,14 +133,20 @@ def _sides(av, bv, i, j):
 
 def binary(op, a, b):
     av, bv, shape, dtype = _operands(a, b)
-    n = numel(shape)
+    out = dtypes.bool_ if op in _COMPARE else dtype
+    return CpuArray(binary_data(op, dtype, av, bv, numel(shape)), shape, out)
+
+
+def binary_data(op, dtype, av, bv, n):
+    """``op`` over ``n`` pairs of stored values of ``dtype`` (one side may be a Python scalar),
+    stored as the result's dtype stores it."""
     if op in _COMPARE:
         x, y = _sides(av, bv, 0, n)
-        return CpuArray(list(map(_COMPARE[op], x, y)), shape, dtypes.bool_)
+        return list(map(_COMPARE[op], x, y))
     kind = dtype.kind
     if kind == "b":
         x, y = _sides(av, bv, 0, n)
-        return CpuArray([bool(v) for v in map(_BOOL_BINARY[op], x, y)], shape, dtype)
+        return [bool(v) for v in map(_BOOL_BINARY[op], x, y)]
     if kind == "i" and op == "pow":
         fast, safe = S.ipow(dtype.bits), None
     else:
@@ -147,15 +161,18 @@ def binary(op, a, b):
             if safe is None:
                 raise
             return list(map(safe, x, y))
-    return CpuArray(build(dtype, n, part), shape, dtype)
+    return build(dtype, n, part)
 
 
 def where(cond, a, b):
-    cv, av, bv = values(cond), values(a), values(b)
+    return CpuArray(where_data(a.dtype, values(cond), values(a), values(b)), a.shape, a.dtype)
 
+
+def where_data(dtype, cv, av, bv):
+    """Stored values of ``av`` where ``cv`` is true, else of ``bv`` (all of one length)."""
     def part(i, j):
         return [x if c else y for c, x, y in zip(_part(cv, i, j), _part(av, i, j), _part(bv, i, j))]
-    return CpuArray(build(a.dtype, len(av), part), a.shape, a.dtype)
+    return build(dtype, len(av), part)
 
 
 def cast(a, dtype):

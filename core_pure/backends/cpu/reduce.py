@@ -53,36 +53,34 @@ def _index(seg, value):
     return -1
 
 
+def folder(op, dtype):
+    """``(fold, out_dtype)``: ``fold(seg)`` is the sum, prod, max or min of one segment's stored
+    values, before ``out_dtype`` stores it (the fused-kernel interpreter folds its rows with it)."""
+    if op == "sum" or op == "prod":
+        fold = sum if op == "sum" else _prod
+        if dtype.kind == "f":
+            return fold, dtype
+        return (lambda s: int(fold(s))), dtypes.int64 if dtype.kind == "b" else dtype
+    pick = max if op == "max" else min
+    if dtype.kind != "f":
+        return pick, dtype
+    nan = S.NAN
+    return (lambda s: nan if _has_nan(s) else pick(s)), dtype
+
+
 def reduce(op, a, dim):
     seg = _segments(a, dim)
     dtype = a.dtype
     is_float = dtype.kind == "f"
     out_shape = a.shape[:dim] + (1,) + a.shape[dim + 1:]
     count = numel(out_shape)
-    if op == "sum" or op == "prod":
-        fold = sum if op == "sum" else _prod
-        if dtype.kind == "b":
-            dtype = dtypes.int64
-        if is_float:
-            return CpuArray(build(dtype, count, lambda i, j: [fold(seg(k)) for k in range(i, j)]), out_shape,
-                            dtype)
-        return CpuArray(build(dtype, count, lambda i, j: [int(fold(seg(k))) for k in range(i, j)]), out_shape,
-                        dtype)
+    if op in ("sum", "prod", "max", "min"):
+        fold, dtype = folder(op, dtype)
+        return CpuArray(build(dtype, count, lambda i, j: [fold(seg(k)) for k in range(i, j)]), out_shape, dtype)
     if op == "any":
         return CpuArray([any(seg(k)) for k in range(count)], out_shape, dtypes.bool_)
     if op == "all":
         return CpuArray([all(seg(k)) for k in range(count)], out_shape, dtypes.bool_)
-    if op == "max" or op == "min":
-        pick = max if op == "max" else min
-        if is_float:
-            nan = S.NAN
-
-            def extreme(s):
-                return nan if _has_nan(s) else pick(s)
-        else:
-            extreme = pick
-        return CpuArray(build(dtype, count, lambda i, j: [extreme(seg(k)) for k in range(i, j)]), out_shape,
-                        dtype)
     # argmax / argmin: the first index of the extreme, or of the first nan
     pick = max if op == "argmax" else min
 

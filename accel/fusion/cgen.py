@@ -1,0 +1,317 @@
+"""C source for a fused kernel and a layout variant: the loops around cexpr's node expressions.
+
+A **variant** is what the compiler specialises beyond ``kernel.key``: for each input, how it moves
+along the innermost loop -- ``"c"`` (stride 1), ``"s"`` (stride 0: one value per line or row,
+hoisted) or ``"g"`` (a run-time stride) -- and, for row kernels, whether the output rows are
+contiguous. With every input "c" or "s" the hot loop is a plain ``for (i = lo; i < hi; i++)`` over
+unit-stride pointers, which gcc vectorizes. Outer dims (any number, collapsed by the caller) are
+addressed by run-time strides.
+
+Every generated module exports one function:
+
+    int fk_run(uintptr_t ctx_args, int nthreads)
+
+whose ``ctx_args`` is an int64 array laid out by ``args_layout`` (see compile_c.py).
+
+Fast float32 approximations (exp, erf) run in blocks: each element's guard is OR-ed into ``bad``, and
+a block (or row phase) with a guard raised is recomputed with libm in double, so nan, inf and the
+overflow edge give exactly the pure Cpu's values.
+"""
+from . import ir
+from .cexpr import CTYPE, node_expr
+
+BLOCK = 512
+LANES = 16
+CHUNK = 64  # elements a reduce computes before folding them into its lanes
+MAXD = 16  # outer dims after collapsing (the caller checks)
+
+
+def _needed(nodes, roots):
+    seen, todo = set(), list(roots)
+    while todo:
+        i = todo.pop()
+        if i not in seen:
+            seen.add(i)
+            node = nodes[i]
+            todo.extend(node[3:] if node[0] in ("unary", "binary") else
+                        node[2:] if node[0] in ("where", "cast") else ())
+    return sorted(seen)
+
+
+class _Body:
+    """The statements computing ``order``'s nodes at one element (``v<i>`` locals)."""
+
+    def __init__(self, kernel, order, load, row, acc):
+        self.kernel, self.order = kernel, order
+        self.load, self.row, self.acc = load, row, acc
+
+    def lines(self, fast):
+        nodes = self.kernel.nodes
+        out, flags = [], []
+        for i in self.order:
+            expr, flag = node_expr(nodes, i, lambda j: "v%d" % j, fast, self.load, self.row, self.acc)
+            out.append("%s v%d = %s;" % (CTYPE[nodes[i][1]], i, expr))
+            if flag is not None:
+                flags.append(flag)
+        return out, flags
+
+    def has_fast(self):
+        return bool(self.lines(True)[1])
+
+
+def _indent(lines, n):
+    return ["    " * n + s for s in lines]
+
+
+def _blocked_loop(body, lo, hi, stores, depth):
+    """``for i in [lo, hi)``: the fast body with its guards, then the exact body where raised."""
+    fast, flags = body.lines(True)
+    exact, _ = body.lines(False)
+    if not flags:
+        return _indent(["for (i = %s; i < %s; i++) {" % (lo, hi)] + _indent(exact + stores, 1) + ["}"], depth)
+    out = ["for (b = %s; b < %s; b += %d) {" % (lo, hi, BLOCK),
+           "    fk_i e = b + %d < %s ? b + %d : %s;" % (BLOCK, hi, BLOCK, hi),
+           "    int bad = 0;",
+           "    for (i = b; i < e; i++) {"]
+    out += _indent(fast + stores + ["bad |= %s;" % " | ".join("(%s)" % f for f in flags)], 2)
+    out += ["    }", "    if (bad) {", "        for (i = b; i < e; i++) {"]
+    out += _indent(exact + stores, 3) + ["        }", "    }", "}"]
+    return _indent(out, depth)
+
+
+def _load_expr(classes):
+    def load(k):
+        c = classes[k]
+        return "p%d[i]" % k if c == "c" else "s%d" % k if c == "s" else "p%d[i * st%d]" % (k, k)
+    return load
+
+
+def _pointers(kernel, classes, base):
+    """Declarations of each input's pointer at this line/row (``base(k)`` its element offset)."""
+    out = []
+    used = set(node[2] for node in kernel.nodes if node[0] == "load")
+    for k, dtype in enumerate(kernel.inputs):
+        if k not in used:
+            continue
+        t = CTYPE[dtype]
+        out.append("const %s *restrict p%d = (const %s *)A->in[%d] + %s;" % (t, k, t, k, base(k)))
+        if classes[k] == "s":
+            out.append("const %s s%d = p%d[0];" % (t, k, k))
+        elif classes[k] == "g":
+            out.append("const fk_i st%d = A->inner[%d];" % (k, k))
+    return out
+
+
+_ARGS = r"""
+typedef struct {
+    fk_i nd, total, n;               /* outer dims; elements (flat) or rows; inner size */
+    fk_i shape[%(maxd)d];            /* outer sizes */
+    const char *in[%(ni)d];
+    fk_i inner[%(ni)d];              /* each input's stride along the inner loop */
+    fk_i st[%(ni)d][%(maxd)d];       /* each input's outer strides */
+    char *out[%(no)d];
+    fk_i out_inner, out_st[%(maxd)d];/* map outputs: inner stride and outer strides */
+    const char *acc;
+} fk_args;
+
+static void fk_offsets(const fk_args *A, fk_i line, fk_i *off, fk_i *ooff)
+{
+    fk_i d, k, idx;
+    for (k = 0; k < %(ni)d; k++)
+        off[k] = 0;
+    *ooff = 0;
+    for (d = A->nd - 1; d >= 0; d--) {
+        idx = line %% A->shape[d];
+        line /= A->shape[d];
+        for (k = 0; k < %(ni)d; k++)
+            off[k] += idx * A->st[k][d];
+        *ooff += idx * A->out_st[d];
+    }
+}
+"""
+
+
+def _outputs(kernel, per_row):
+    return [(j, i) for j, (i, p) in enumerate(kernel.outputs) if p == per_row]
+
+
+def flat_source(kernel, classes):
+    """A Map over lines of ``A->n`` elements (outer dims by strides); outputs contiguous."""
+    nodes = kernel.nodes
+    outs = _outputs(kernel, False)
+    acc = None
+    if kernel.kind == "matmul":
+        acc = "pa[i]"
+    body = _Body(kernel, _needed(nodes, [i for _, i in outs]), _load_expr(classes), None, acc)
+    stores = ["o%d[i] = v%d;" % (j, i) for j, i in outs]
+    lines = ["static void fk_segment(const fk_args *A, fk_i line, fk_i j0, fk_i j1)", "{",
+             "    fk_i off[%d], ooff, i, b;" % max(1, len(kernel.inputs)),
+             "    fk_offsets(A, line, off, &ooff);", "    (void)b;"]
+    lines += _indent(_pointers(kernel, classes, lambda k: "off[%d]" % k), 1)
+    for j, i in outs:
+        t = CTYPE[nodes[i][1]]
+        lines.append("    %s *restrict o%d = (%s *)A->out[%d] + line * A->n;" % (t, j, t, j))
+    if acc is not None:
+        t = CTYPE[kernel.acc_dtype]
+        lines.append("    const %s *restrict pa = (const %s *)A->acc + line * A->n;" % (t, t))
+    lines += _blocked_loop(body, "j0", "j1", stores, 1)
+    lines += ["}", "",
+              "static void fk_task_fn(void *p, int tid, int nt)", "{",
+              "    const fk_args *A = (const fk_args *)p;",
+              "    fk_i lo, hi, at;",
+              "    fk_share(A->total, tid, nt, 64, &lo, &hi);",
+              "    for (at = lo; at < hi;) {",
+              "        fk_i line = at / A->n, j0 = at % A->n;",
+              "        fk_i j1 = A->n < j0 + (hi - at) ? A->n : j0 + (hi - at);",
+              "        fk_segment(A, line, j0, j1);",
+              "        at += j1 - j0;",
+              "    }", "}"]
+    return "\n".join(lines)
+
+
+def _reduce_block(kernel, j, phase, classes, row_of):
+    """Statements folding phase ``j`` over the row into ``row<j>``."""
+    nodes = kernel.nodes
+    src = nodes[phase.node][1]
+    out_t = CTYPE[phase.dtype]
+    body = _Body(kernel, _needed(nodes, [phase.node]), _load_expr(classes), row_of, None)
+    v = "v%d" % phase.node
+    op = phase.op
+    floats = src in ir.FLOATS
+    if op in ("sum", "prod"):
+        acc_t = "double" if floats else "uint64_t"
+        init = ("0" if op == "sum" else "1")
+        sym = "+" if op == "sum" else "*"
+
+        def comb(x, lane):
+            return "L[%s] %s= (%s)%s;" % (lane, sym, acc_t, x)
+        final = ["%s t = %s;" % (acc_t, init), "for (l = 0; l < %d; l++) t %s= L[l];" % (LANES, sym)]
+        final.append("row%d = (%s)t;" % (j, out_t) if floats else "row%d = (%s)(%s)t;" % (j, out_t, _u(phase.dtype)))
+        nan_lanes = False
+    else:
+        acc_t = CTYPE[src]
+        sym = ">" if op == "max" else "<"
+        if floats:
+            init = "-(%s)INFINITY" % acc_t if op == "max" else "(%s)INFINITY" % acc_t
+        else:
+            init = _int_extreme(src, op)
+
+        def comb(x, lane):
+            pick = "L[%s] = %s %s L[%s] ? %s : L[%s];" % (lane, x, sym, lane, x, lane)
+            return pick + (" N[%s] |= %s != %s;" % (lane, x, x) if floats else "")
+        final = ["%s t = L[0]; int nan = N[0];" % acc_t if floats else "%s t = L[0];" % acc_t,
+                 "for (l = 1; l < %d; l++) { t = L[l] %s t ? L[l] : t;%s }" % (LANES, sym, " nan |= N[l];" if floats else "")]
+        if floats:
+            final += ["if (nan) t = (%s)NAN;" % acc_t]
+        final.append("row%d = t;" % j)
+        nan_lanes = floats
+    fast, flags = body.lines(True)
+    exact, _ = body.lines(False)
+    mask_t = {1: "int8_t", 4: "int32_t", 8: "int64_t"}[_SIZE[acc_t]]
+    decl = ["typedef %s fk_va __attribute__((vector_size(%d)));" % (acc_t, LANES * _SIZE[acc_t]),
+            "typedef %s fk_vt __attribute__((vector_size(%d)));" % (CTYPE[src], LANES * _SIZE[CTYPE[src]]),
+            "typedef %s fk_vm __attribute__((vector_size(%d)));" % (mask_t, LANES * _SIZE[acc_t]),
+            "fk_va L;"] + (["fk_vm N;"] if nan_lanes else [])
+    if op in ("sum", "prod"):
+        fold = "L %s= __builtin_convertvector(x, fk_va);" % sym
+    else:
+        fold = ("fk_vm m = x %s L; L = (fk_va)(((fk_vm)x & m) | ((fk_vm)L & ~m));" % sym
+                + (" N |= (x != x);" if nan_lanes else ""))
+    init_lines = ["for (l = 0; l < %d; l++) { L[l] = %s;%s }" % (LANES, init, " N[l] = 0;" if nan_lanes else "")]
+
+    def loops(stmts, guard):
+        # a chunk of node values computed by a plain (vectorizable) loop, then folded into the
+        # lanes by a second plain loop: the lanes are the only reassociation
+        g = ["bad |= %s;" % " | ".join("(%s)" % f for f in flags)] if guard and flags else []
+        out = ["for (i0 = 0; i0 + %d <= n; i0 += %d) {" % (CHUNK, CHUNK),
+               "    %s T[%d];" % (CTYPE[src], CHUNK),
+               "    for (fk_i q = 0; q < %d; q++) {" % CHUNK, "        fk_i i = i0 + q;"]
+        out += _indent(stmts + ["T[q] = %s;" % v] + g, 2) + ["    }"]
+        out += ["    for (fk_i q = 0; q < %d; q += %d) {" % (CHUNK, LANES),
+                "        fk_vt x; memcpy(&x, T + q, sizeof x);", "        " + fold, "    }", "}",
+                "for (fk_i i = i0; i < n; i++) {"]
+        out += _indent(stmts + [comb(v, "0")] + g, 1) + ["}"]
+        return out
+    out = ["{"] + _indent(decl + ["int bad = 0;", "fk_i i0, l;"] + init_lines + loops(fast, True), 1)
+    if flags:
+        out += _indent(["if (bad) {"] + _indent(init_lines + loops(exact, False), 1) + ["}"], 1)
+    out += _indent(["{"] + _indent(final, 1) + ["}"], 1)
+    if floats and op in ("max", "min"):
+        # Python's max keeps the first of equal values: only zeros differ (-0.0 == 0.0)
+        out += _indent(["if (row%d == 0) {" % j,
+                        "    for (fk_i i = 0; i < n; i++) {"] + _indent(exact, 2) +
+                       ["        if (%s == 0) { row%d = %s; break; }" % (v, j, v), "    }", "}"], 1)
+    out.append("}")
+    return out
+
+
+_SIZE = {"float": 4, "double": 8, "int8_t": 1, "int32_t": 4, "int64_t": 8, "uint8_t": 1, "uint64_t": 8}
+
+
+def _u(dtype):
+    return {"int8": "uint8_t", "int32": "uint32_t", "int64": "uint64_t"}[dtype]
+
+
+def _int_extreme(dtype, op):
+    bits = {"int8": 8, "int32": 32, "int64": 64}[dtype]
+    if op == "max":
+        return "((%s)(-%dLL - 1))" % (CTYPE[dtype], (1 << (bits - 1)) - 1)
+    return "((%s)%dLL)" % (CTYPE[dtype], (1 << (bits - 1)) - 1)
+
+
+def rows_source(kernel, classes, out_contig):
+    """Rows of ``A->n`` elements along the kernel's dim: Reduce phases, then the Map, then the
+    per-row outputs (index ``r`` of each)."""
+    nodes = kernel.nodes
+    maps, per_rows = _outputs(kernel, False), _outputs(kernel, True)
+    lines = ["static void fk_row(const fk_args *A, fk_i r)", "{",
+             "    const fk_i n = A->n;",
+             "    fk_i off[%d], ooff, i, b;" % max(1, len(kernel.inputs)),
+             "    fk_offsets(A, r, off, &ooff);", "    (void)b; (void)ooff;"]
+    lines += _indent(_pointers(kernel, classes, lambda k: "off[%d]" % k), 1)
+    for j, p in enumerate(kernel.phases):
+        if type(p) is ir.Reduce:
+            lines.append("    %s row%d;" % (CTYPE[p.dtype], j))
+    row_of = lambda j: "row%d" % j
+    for j, p in enumerate(kernel.phases):
+        if type(p) is ir.Reduce:
+            lines += _indent(_reduce_block(kernel, j, p, classes, row_of), 1)
+    if maps:
+        body = _Body(kernel, _needed(nodes, [i for _, i in maps]), _load_expr(classes), row_of, None)
+        ost = "i" if out_contig else "i * A->out_inner"
+        for j, i in maps:
+            t = CTYPE[nodes[i][1]]
+            lines.append("    %s *restrict o%d = (%s *)A->out[%d] + ooff;" % (t, j, t, j))
+        lines += _blocked_loop(body, "0", "n", ["o%d[%s] = v%d;" % (j, ost, i) for j, i in maps], 1)
+    if per_rows:
+        first = lambda k: "p%d[0]" % k
+        body = _Body(kernel, _needed(nodes, [i for _, i in per_rows]), first, row_of, None)
+        exact, _ = body.lines(False)
+        lines += _indent(["{", "    fk_i i = 0; (void)i;"] + _indent(exact, 1), 1)
+        for j, i in per_rows:
+            t = CTYPE[nodes[i][1]]
+            lines.append("        ((%s *)A->out[%d])[r] = v%d;" % (t, j, i))
+        lines.append("    }")
+    lines += ["}", "",
+              "static void fk_task_fn(void *p, int tid, int nt)", "{",
+              "    const fk_args *A = (const fk_args *)p;",
+              "    fk_i lo, hi, r;",
+              "    fk_share(A->total, tid, nt, 1, &lo, &hi);",
+              "    for (r = lo; r < hi; r++)",
+              "        fk_row(A, r);", "}"]
+    return "\n".join(lines)
+
+
+def source(kernel, variant, prelude):
+    """The whole C module of ``kernel`` specialised for ``variant`` (see compile_c.variant)."""
+    kind, classes, out_contig = variant
+    ni = max(1, len(kernel.inputs))
+    no = max(1, len(kernel.outputs))
+    head = prelude + _ARGS % {"maxd": MAXD, "ni": ni, "no": no}
+    loops = flat_source(kernel, classes) if kind == "flat" else rows_source(kernel, classes, out_contig)
+    entry = ("\nint fk_run(uintptr_t args, int nthreads)\n{\n"
+             "    const fk_args *A = (const fk_args *)args;\n"
+             "    if (A->total <= 0)\n        return 0;\n"
+             "    fk_parallel(nthreads < 1 ? 1 : nthreads, fk_task_fn, (void *)A);\n"
+             "    return 0;\n}\n")
+    return "/* ember fused kernel: %s; variant %r */\n%s\n%s\n%s" % (ir.describe(kernel), variant, head, loops, entry)

@@ -1,0 +1,278 @@
+"""``CCompiler``: fused kernels for the C-backed ``ember.Cpu()``, generated as C and built by cffi.
+
+For each ``kernel.key`` and layout variant (which inputs are unit-stride or broadcast along the
+innermost loop: cgen.py) it generates C (cexpr.py, cgen.py), builds it once per machine into the
+disk cache (cache.py) and calls it with the inputs' ``array.array`` buffers in place, the GIL
+released. Large kernels split over ``ember.backends.cpu.ckernels.num_threads()`` threads.
+
+Float32 chains compute op by op in float32 with ``-ffp-contract=off`` and no ``-ffast-math``, so
+``+ - * /``, sqrt, compares, casts and integer ops give the pure Cpu's bits; exp and erf use fast
+approximations within the conformance tolerance. A matmul runs ember's GEMM
+(``ember._ckernels``), then its epilogue as a fused map over the result.
+
+Where no C compiler works (cffi or gcc missing, a failed build), each kernel falls back to the
+``Interpreter`` after one warning: a user's program never fails for want of a compiler.
+
+>>> outs = CCompiler().run(kernel, (1024,), [(x, (1,), 0)])
+"""
+import warnings
+from array import array
+
+from ember.backends.cpu import ckernels
+from ember.backends.cpu.array import CpuArray, numel
+
+from . import cache, cexpr, cgen, check, ir
+from .cprelude import PRELUDE
+from .interpret import Interpreter
+
+CDEF = "int fk_run(uintptr_t args, int nthreads);"
+_BASE_FLAGS = ("-O3", "-g0", "-std=gnu99", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off",
+               "-fno-wrapv", "-pthread", "-Wno-unused-function", "-Wno-unused-variable",
+               "-Wno-unused-but-set-variable", "-Wno-unused-local-typedefs")
+_ISA_FLAGS = {"avx512": ("-mavx512f", "-mavx512vl", "-mavx512bw", "-mavx512dq", "-mavx2", "-mfma",
+                         "-mprefer-vector-width=512"),
+              "avx2": ("-mavx2", "-mfma")}
+_CODES = {"float32": "f", "float64": "d", "int8": "b", "int32": "i", "int64": "q", "bool": "B"}
+_ITEM = {"f": 4, "d": 8, "b": 1, "i": 4, "q": 8, "B": 1}
+_WORK_PER_THREAD = 1 << 17  # node evaluations: below this, threads cost more than they give
+_warned = []
+
+
+def flags():
+    """The compiler flags: the base set and the instruction set ember._ckernels picked."""
+    return _BASE_FLAGS + _ISA_FLAGS.get(ckernels.isa() or "baseline", ())
+
+
+def _cdevice():
+    from ember.backends.cpu import cdevice
+    return cdevice
+
+
+def _buffer(a):
+    """``a``'s storage as an array C can read (bool lists become bytes; shared when already one)."""
+    d = a.data
+    code = _CODES[a.dtype.name]
+    if type(d) is array and d.typecode in (code, "l" if code == "i" else code):
+        return d
+    if code == "B":
+        return array("B", bytes(d))
+    return array(code, d)
+
+
+def _fresh(dtype, n):
+    return _cdevice()._fresh(_CODES[dtype], n)
+
+
+def _result(buf, shape, dtype):
+    if dtype == "bool":
+        return CpuArray(list(map(bool, buf)), shape, dtype_of(dtype))
+    return CpuArray(buf, shape, dtype_of(dtype))
+
+
+def dtype_of(name):
+    from ember import dtypes
+    return dtypes.get(name)
+
+
+def _collapse(sizes, strides_list):
+    """Drop size-1 dims and merge neighbours that every layout (strides_list) allows."""
+    dims = []
+    for d, n in enumerate(sizes):
+        if n == 1:
+            continue
+        if dims and all(st[dims[-1][0][-1]] == st[d] * n for st in strides_list):
+            dims[-1] = (dims[-1][0] + [d], dims[-1][1] * n)
+        else:
+            dims.append(([d], n))
+    shape = [n for _, n in dims]
+    out = [[st[ds[-1]] for ds, _ in dims] for st in strides_list]
+    return shape, out
+
+
+def _row_major(shape):
+    st, s = [], 1
+    for n in reversed(shape):
+        st.append(s)
+        s *= n
+    return st[::-1]
+
+
+def _class(s):
+    return "c" if s == 1 else "s" if s == 0 else "g"
+
+
+class _Plan:
+    """One call's layout: the variant key and the int64 argument block cgen's ``fk_args`` reads."""
+
+    def __init__(self, kernel, space, strides):
+        ni, no = max(1, len(kernel.inputs)), max(1, len(kernel.outputs))
+        self.ni, self.no = ni, no
+        if kernel.kind == "row" and kernel.dim is not None:
+            d = kernel.dim
+            other = list(space[:d]) + list(space[d + 1:])
+            out_rm = _row_major(space)
+            lists = [list(st[:d]) + list(st[d + 1:]) for st in strides] + [out_rm[:d] + out_rm[d + 1:]]
+            shape, outer = _collapse(other, lists)
+            inner = [st[d] for st in strides]
+            out_inner = out_rm[d]
+            n, total = space[d], numel(other)
+            self.variant = ("rows", tuple(_class(s) for s in inner), out_inner == 1)
+        else:
+            lists = [list(st) for st in strides] + [_row_major(space)]
+            shape, outer = _collapse(list(space), lists)
+            if not shape:
+                shape, outer = [1], [[0] for _ in lists]
+            n = shape[-1]
+            inner = [st[-1] for st in outer[:-1]]
+            shape, outer = shape[:-1], [st[:-1] for st in outer]
+            total, out_inner = numel(space), 1
+            outer[-1] = [0] * len(shape)  # flat outputs are addressed by line * n
+            self.variant = ("flat", tuple(_class(s) for s in inner), True)
+        self.fits = len(shape) <= cgen.MAXD
+        self.nd, self.total, self.n = len(shape), total, n
+        self.shape, self.outer, self.inner, self.out_inner = shape, outer, inner, out_inner
+
+    def args(self, in_addrs, out_addrs, acc_addr):
+        m, ni, no = cgen.MAXD, self.ni, self.no
+        pad = lambda xs, k: list(xs) + [0] * (k - len(xs))
+        block = [self.nd, self.total, self.n] + pad(self.shape, m) + pad(in_addrs, ni) + pad(self.inner, ni)
+        for k in range(ni):
+            block += pad(self.outer[k] if k < len(self.outer) - 1 else [], m)
+        block += pad(out_addrs, no) + [self.out_inner] + pad(self.outer[-1], m) + [acc_addr]
+        return array("q", block)
+
+
+class CCompiler:
+    """The fusion compiler of the C-backed Cpu (``ir.py`` states the contract)."""
+
+    name = "c"
+
+    def __init__(self):
+        self._modules = {}  # (kernel.key, variant) -> cffi lib
+        self._interpreted = set()  # kernel keys whose build failed
+        self._interpreter = Interpreter()
+
+    def layout(self, array_):
+        return array_.layout() if type(array_) is CpuArray else None
+
+    def supports(self, kernel):
+        if check.kernel_errors(kernel):
+            return False
+        if kernel.rank > cgen.MAXD:
+            return False
+        return cexpr.supported(kernel.nodes) is None
+
+    def source(self, kernel):
+        check.kernel(kernel)
+        classes = tuple("c" for _ in kernel.inputs)
+        kind = "rows" if kernel.kind == "row" and kernel.dim is not None else "flat"
+        return cgen.source(kernel, (kind, classes, True), PRELUDE)
+
+    def run(self, kernel, space, inputs):
+        check.kernel(kernel)
+        check.run_args(kernel, space, inputs, lambda a: len(a.data), lambda a: getattr(a.dtype, "name", None))
+        space = tuple(space)
+        problem = cexpr.supported(kernel.nodes) if kernel.key not in self._interpreted else "interpreted"
+        if problem is not None or kernel.rank > cgen.MAXD:
+            return self._interpreter.run(kernel, space, inputs)
+        if kernel.kind == "matmul":
+            return self._matmul(kernel, space, inputs)
+        outs = self._rows(kernel, space, inputs, None)
+        return outs if outs is not None else self._interpreter.run(kernel, space, inputs)
+
+    def _lib(self, kernel, variant):
+        key = (kernel.key, variant)
+        lib = self._modules.get(key)
+        if lib is None:
+            src = cgen.source(kernel, variant, PRELUDE)
+            try:
+                lib = cache.load(src, flags(), CDEF).lib
+            except cache.BuildError as e:
+                _warn_once(e)
+                self._interpreted.add(kernel.key)
+                return None
+            self._modules[key] = lib
+        return lib
+
+    def _rows(self, kernel, space, inputs, acc):
+        """Run a RowKernel (or a matmul's epilogue over ``acc``) over ``space``."""
+        kind = "matmul" if acc is not None else "row"
+        strides = [tuple(st) for _, st, _ in inputs] if kind == "row" else \
+            [tuple(st) if k not in (kernel.a, kernel.b) else (0,) * kernel.rank
+             for k, (_, st, _) in enumerate(inputs)]
+        plan = _Plan(kernel, space, strides)
+        if not plan.fits or (plan.variant[0] == "rows" and plan.n == 0):
+            return None  # the caller runs the interpreter
+        outs = self._out_buffers(kernel, space)
+        if plan.total == 0 or (plan.n == 0 and kernel.dim is None):
+            return self._finish(kernel, space, outs)
+        lib = self._lib(kernel, plan.variant)
+        if lib is None:
+            return None
+        keep, addrs = [], []
+        for k, (a, st, off) in enumerate(inputs):
+            if acc is not None and k in (kernel.a, kernel.b):
+                addrs.append(0)
+                continue
+            buf = _buffer(a)
+            keep.append(buf)
+            addrs.append(buf.buffer_info()[0] + off * buf.itemsize)
+        acc_addr = acc.buffer_info()[0] if acc is not None else 0
+        args = plan.args(addrs, [b.buffer_info()[0] for b in outs], acc_addr)
+        work = plan.total * (plan.n if kind == "row" and kernel.dim is not None else 1) * max(1, len(kernel.nodes))
+        threads = max(1, min(ckernels.num_threads(), work // _WORK_PER_THREAD))
+        lib.fk_run(args.buffer_info()[0], threads)
+        return self._finish(kernel, space, outs)
+
+    def _out_buffers(self, kernel, space):
+        outs = []
+        for i, per_row in kernel.outputs:
+            n = numel(space[:kernel.dim] + space[kernel.dim + 1:]) if per_row else numel(space)
+            outs.append(_fresh(kernel.nodes[i][1], n))
+        return outs
+
+    def _finish(self, kernel, space, outs):
+        result = []
+        for buf, (i, per_row) in zip(outs, kernel.outputs):
+            shape = space[:kernel.dim] + (1,) + space[kernel.dim + 1:] if per_row else space
+            result.append(_result(buf, shape, kernel.nodes[i][1]))
+        return result
+
+    def _matmul(self, kernel, space, inputs):
+        batch, (m, n, k) = space[:-3], space[-3:]
+        out_space = batch + (m, n)
+        acc = self._gemm(kernel, batch, m, n, k, inputs)
+        if [i for i, _ in kernel.outputs] == [0] * len(kernel.outputs) and kernel.nodes[0][0] == "acc":
+            return [_result(acc, out_space, kernel.acc_dtype) for _ in kernel.outputs]
+        outs = self._rows(kernel, out_space, inputs, acc)
+        if outs is None:
+            return self._interpreter.run(kernel, space, inputs)
+        return outs
+
+    def _gemm(self, kernel, batch, m, n, k, inputs):
+        """``a @ b`` by ember._ckernels' GEMM into a fresh buffer (zeros when K is 0)."""
+        total = numel(batch) * m * n
+        code = _CODES[kernel.acc_dtype]
+        if k == 0 or total == 0:
+            return array(code, [0]) * total
+        cd = _cdevice()
+        (a, ast, aoff), (b, bst, boff) = inputs[kernel.a], inputs[kernel.b]
+        abuf, bbuf = _buffer(a), _buffer(b)
+        nb = len(batch)
+        bs, sa, sb = array("q", batch or (1,)), array("q", ast[:nb] or (0,)), array("q", bst[:nb] or (0,))
+        out = _fresh(kernel.acc_dtype, total)
+        size = abuf.itemsize
+        rc = cd._lib.emb_matmul(cd._DT[dtype_of(kernel.acc_dtype)], nb, bs.buffer_info()[0], sa.buffer_info()[0],
+                                sb.buffer_info()[0], m, n, k, abuf.buffer_info()[0] + aoff * size, ast[nb], ast[nb + 1],
+                                bbuf.buffer_info()[0] + boff * size, bst[nb], bst[nb + 1], out.buffer_info()[0], 0,
+                                ckernels.num_threads())
+        if rc < 0:
+            raise MemoryError("fusion matmul: the C kernels could not allocate their workspace")
+        return out
+
+
+def _warn_once(error):
+    if not _warned:
+        _warned.append(error)
+        warnings.warn("ember fusion: cannot build C kernels (%s); fused kernels run in the pure-Python "
+                      "interpreter instead" % (error,), RuntimeWarning, stacklevel=4)

@@ -1,0 +1,202 @@
+"""The C every generated fused kernel starts with: Python's scalar semantics, fast float32 exp and
+erf, and a tiny pthread ``parallel``.
+
+The helpers mirror ext_c/k_elementwise.c (which mirrors the pure Cpu): floats that Python computes
+in double (pow, floordiv, mod, libm functions) are computed in double and rounded once; integers
+wrap. ``fk_expf`` and ``fk_erff`` are vectorizable float32 approximations, accurate within the
+conformance tolerance (float32 rtol 1e-6, atol 1e-7) on their fast domain; outside it a caller flags
+the element and the block is recomputed exactly (see cgen.py).
+"""
+
+PRELUDE = r"""
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <pthread.h>
+
+#define FK_MAXT 64
+typedef int64_t fk_i;
+
+static int64_t fk_f2i(double v)
+{
+    double t;
+    if (v != v || v == INFINITY || v == -INFINITY)
+        return 0;
+    t = trunc(v);
+    if (t >= -9223372036854775808.0 && t < 9223372036854775808.0)
+        return (int64_t)t;
+    t = fmod(t, 18446744073709551616.0);
+    if (t < 0)
+        t += 18446744073709551616.0;
+    return (int64_t)(uint64_t)t;
+}
+
+static double fk_mod(double a, double b)
+{
+    double m;
+    if (b == 0.0)
+        return NAN;
+    m = fmod(a, b);
+    if (m != 0.0) {
+        if ((b < 0) != (m < 0))
+            m += b;
+    } else {
+        m = copysign(0.0, b);
+    }
+    return m;
+}
+
+static double fk_floordiv(double a, double b)
+{
+    double mod, div, fd;
+    if (b == 0.0)
+        return a / b;
+    mod = fmod(a, b);
+    div = (a - mod) / b;
+    if (mod != 0.0 && (b < 0) != (mod < 0))
+        div -= 1.0;
+    if (div != 0.0) {
+        fd = floor(div);
+        if (div - fd > 0.5)
+            fd += 1.0;
+    } else {
+        fd = copysign(0.0, a / b);
+    }
+    return fd;
+}
+
+static int64_t fk_ifloordiv(int64_t a, int64_t b)
+{
+    int64_t q;
+    if (b == 0)
+        return 0;
+    if (b == -1)
+        return (int64_t)(0 - (uint64_t)a);
+    q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0)))
+        q--;
+    return q;
+}
+
+static int64_t fk_imod(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (b == 0 || b == -1)
+        return 0;
+    r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0)))
+        r += b;
+    return r;
+}
+
+static uint64_t fk_ipow(int64_t a, int64_t b)
+{
+    uint64_t r = 1, x = (uint64_t)a;
+    if (b < 0)
+        return a == 1 ? 1 : a == -1 ? ((b & 1) ? (uint64_t)0 - 1 : 1) : 0;
+    while (b) {
+        if (b & 1)
+            r *= x;
+        x *= x;
+        b >>= 1;
+    }
+    return r;
+}
+
+static uint64_t fk_lshift(int64_t a, int64_t b) { return (b >= 0 && b < 64) ? (uint64_t)a << b : 0; }
+static int64_t fk_rshift(int64_t a, int64_t b) { return (b >= 0 && b < 64) ? a >> b : (a < 0 ? -1 : 0); }
+
+static double fk_sigmoid(double x)
+{
+    double e;
+    if (x >= 0)
+        return 1.0 / (1.0 + exp(-x));
+    e = exp(x);
+    return e / (1.0 + e);
+}
+
+static double fk_log(double x) { return x > 0 || x != x ? log(x) : (x == 0 ? -INFINITY : NAN); }
+static double fk_sqrt(double x) { return x >= 0 || x != x ? sqrt(x) : NAN; }
+static double fk_rsqrt(double x) { return 1.0 / fk_sqrt(x); }
+
+#define FK_MAXIMUM(x, y) ((x) != (x) ? (x) : (y) != (y) ? (y) : (x) >= (y) ? (x) : (y))
+#define FK_MINIMUM(x, y) ((x) != (x) ? (x) : (y) != (y) ? (y) : (x) <= (y) ? (x) : (y))
+
+/* exp(x) for x in [-87.3, 88]: 2^n p(r), |r| <= ln2/2, p of degree 6 (relative error < 3e-7 in
+   float); below -87.3 it gives 0 (the true value is under 1.2e-38, inside atol). n comes from the
+   bits of x log2e + 1.5 * 2^23, so the loop needs no float-to-int conversion and vectorizes. */
+static inline float fk_expf(float x)
+{
+    const float shifter = 12582912.0f;
+    union { float f; uint32_t u; } t, scale;
+    float n, r, p, xc = x < -87.3f ? -87.3f : (x > 88.0f ? 88.0f : x);
+    t.f = xc * 1.44269504088896341f + shifter;
+    n = t.f - shifter;
+    r = (xc - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
+    p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416664183f + r * (0.00833342969f +
+        r * 0.00139819994f)))));
+    scale.u = (t.u + (127u - 0x4B400000u)) << 23;
+    return x < -87.3f ? 0.0f : p * scale.f;
+}
+
+/* erf(x) as x P(x^2) / Q(x^2) on [-4, 4] (Eigen's fast erf: a few ulp), +-1 beyond */
+static inline float fk_erff(float a)
+{
+    float x = a < -4.0f ? -4.0f : (a > 4.0f ? 4.0f : a), x2 = x * x, p, q;
+    p = -2.72614225801306e-10f;
+    p = p * x2 + 2.77068142495902e-08f;
+    p = p * x2 + -2.10102402082508e-06f;
+    p = p * x2 + -5.69250639462346e-05f;
+    p = p * x2 + -7.34990630326855e-04f;
+    p = p * x2 + -2.95459980854025e-03f;
+    p = p * x2 + -1.60960333262415e-02f;
+    q = -1.45660718464996e-05f;
+    q = q * x2 + -2.13374055278905e-04f;
+    q = q * x2 + -1.68282697438203e-03f;
+    q = q * x2 + -7.37332916720468e-03f;
+    q = q * x2 + -1.42647390514189e-02f;
+    return x * p / q;
+}
+
+typedef void (*fk_task)(void *ctx, int tid, int nt);
+typedef struct { fk_task fn; void *ctx; int tid, nt; } fk_job;
+
+static void *fk_job_run(void *p)
+{
+    fk_job *j = (fk_job *)p;
+    j->fn(j->ctx, j->tid, j->nt);
+    return 0;
+}
+
+/* fn(ctx, tid, nt) for every tid; the calling thread runs tid 0 */
+static void fk_parallel(int nt, fk_task fn, void *ctx)
+{
+    pthread_t th[FK_MAXT];
+    fk_job jobs[FK_MAXT];
+    int ok[FK_MAXT], t;
+    if (nt > FK_MAXT)
+        nt = FK_MAXT;
+    for (t = 1; t < nt; t++) {
+        jobs[t].fn = fn;
+        jobs[t].ctx = ctx;
+        jobs[t].tid = t;
+        jobs[t].nt = nt;
+        ok[t] = pthread_create(&th[t], 0, fk_job_run, &jobs[t]) == 0;
+    }
+    fn(ctx, 0, nt < 1 ? 1 : nt);
+    for (t = 1; t < nt; t++) {
+        if (ok[t])
+            pthread_join(th[t], 0);
+        else
+            fn(ctx, t, nt);
+    }
+}
+
+static void fk_share(fk_i total, int tid, int nt, fk_i align, fk_i *lo, fk_i *hi)
+{
+    fk_i per = (total + nt - 1) / nt;
+    per = (per + align - 1) / align * align;
+    *lo = per * tid < total ? per * tid : total;
+    *hi = per * (tid + 1) < total ? per * (tid + 1) : total;
+}
+"""
