@@ -77,6 +77,23 @@ A backend that fuses provides ``compiler()`` returning an object with:
 
 ``run`` is where compiled code is cached (in memory by ``kernel.key``; on disk where compiling is
 slow: see ``cache.py``). It must not read anything back to the host.
+
+Decisions the Cpu compilers made where the text above left room
+------------------------------------------------------------------
+- A float ``const`` holds a value already rounded to its dtype (the frontend's ``_scalar_as`` does
+  so): a float32 const that is not a float32 value is refused by ``CCompiler.supports`` (the
+  interpreter would use it as the pure Cpu uses a Python scalar).
+- A binary node's operands have one dtype (the node's, or any for a comparison); a Reduce's
+  ``dtype`` is its node's, except ``int64`` for a sum or prod of bools; max/min of bools are refused.
+- A Reduce over an empty row gives the identity listed above (the reduce primitive raises there).
+- A ``MatmulKernel``'s ``run`` gets ``space = (..., M, N, K)``; every input's strides have
+  ``rank`` entries: ``a`` addresses ``(..., M, K)``, ``b`` ``(..., K, N)``, the others the output
+  ``(..., M, N)``. The epilogue never loads ``a`` or ``b`` (it reads ``acc``).
+- A per-row output may load only inputs whose stride along ``dim`` is 0; the compilers read such a
+  load at index 0 of ``dim``.
+- Validation (``check.py``) raises ``ArgumentError``, ``DTypeError`` or ``ShapeError`` for a
+  malformed kernel, a wrong number of inputs, strides of the wrong length, a dtype mismatch, or
+  strides and an offset that reach outside an input's storage.
 """
 
 FLOATS = ("float32", "float64")

@@ -19,8 +19,16 @@ PURE = ember.Cpu(kernels="python")
 _TO_BOOL = ("isnan", "isinf", "logical_not")
 
 
+class K:
+    """An int constant operand (a bare int is a node index)."""
+
+    def __init__(self, value):
+        self.value = value
+
+
 class Graph:
-    """Nodes with inferred dtypes: ``g.binary("add", x, g.const(1.0))`` returns the node index."""
+    """Nodes with inferred dtypes: ``g.binary("add", x, 1.0)`` returns the node index (a float or
+    bool operand becomes a const node; an int const is ``K(3)``)."""
 
     def __init__(self, inputs):
         self.inputs = tuple(inputs)
@@ -45,10 +53,10 @@ class Graph:
         return self._add(("unary", "bool" if op in _TO_BOOL else self.dtype(x), op, x))
 
     def binary(self, op, x, y):
-        if type(y) in (int, float, bool):
-            y = self.const(y, self.dtype(x))
-        if type(x) in (int, float, bool):
-            x = self.const(x, self.dtype(y))
+        if type(y) in (K, float, bool):
+            y = self.const(getattr(y, "value", y), self.dtype(x))
+        if type(x) in (K, float, bool):
+            x = self.const(getattr(x, "value", x), self.dtype(y))
         return self._add(("binary", "bool" if op in COMPARISONS else self.dtype(x), op, x, y))
 
     def where(self, c, x, y):
@@ -99,6 +107,10 @@ def _evaluate(kernel, space, inputs, rows, acc):
     nodes = kernel.nodes
     for node in nodes:
         kind, dtype = node[0], node[1]
+        refs = node[3:] if kind in ("unary", "binary") else node[2:] if kind in ("where", "cast") else ()
+        if any(vals[r] is None for r in refs):  # reads a row value a later phase makes
+            vals.append(None)
+            continue
         if kind == "load":
             a, strides, offset = inputs[node[2]]
             v = CpuArray(a.data, tuple(space), a.dtype, tuple(strides), offset)

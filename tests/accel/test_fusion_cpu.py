@@ -16,7 +16,7 @@ from ember.accel.fusion import ir
 from ember.accel.fusion.interpret import Interpreter
 from ember.errors import ArgumentError, DTypeError, ShapeError
 
-from fusion_kit import Graph, array, assert_same, item, reference
+from fusion_kit import Graph, K, array, assert_same, item, reference
 
 NAN, INF = float("nan"), float("inf")
 TRANSCENDENTAL = (1e-6, 1e-7)  # conformance_kit.TOLERANCE["float32"]
@@ -103,8 +103,8 @@ def int_ops(dtype, lo, hi):
         x, y = g.load(0), g.load(1)
         outs = [g.binary(op, x, y) for op in ("add", "sub", "mul", "floordiv", "mod", "maximum", "minimum",
                                               "and", "or", "xor", "pow")]
-        outs += [g.binary("floordiv", x, -3), g.binary("mod", x, -3), g.binary("rshift", x, 3),
-                 g.binary("lshift", x, 2), g.unary("neg", x), g.unary("abs", x), g.unary("sign", x),
+        outs += [g.binary("floordiv", x, K(-3)), g.binary("mod", x, K(-3)), g.binary("rshift", x, K(3)),
+                 g.binary("lshift", x, K(2)), g.unary("neg", x), g.unary("abs", x), g.unary("sign", x),
                  g.unary("bitwise_not", x), g.binary("ge", x, y)]
         k = g.flat(1, outs)
         n = 80
@@ -170,7 +170,7 @@ def zero_size():
 
 def rank0():
     g = Graph(["int32"])
-    k = g.flat(0, [g.binary("mul", g.load(0), 3)])
+    k = g.flat(0, [g.binary("mul", g.load(0), K(3))])
     return k, (), [(array([7], (), "int32"), (), 0)], None
 
 
@@ -261,7 +261,7 @@ def _n(shape):
 
 def matmul_int():
     g = Graph(["int32", "int32"])
-    out = g.binary("floordiv", g.acc("int32"), 7)
+    out = g.binary("floordiv", g.acc("int32"), K(7))
     k = ir.MatmulKernel(2, 0, 1, "int32", g.inputs, g.nodes, [(out, False), (0, False)])
     a = array(ints(12, 25, -(1 << 30), 1 << 30), (3, 4), "int32")
     b = array(ints(20, 26, -100, 100), (4, 5), "int32")
