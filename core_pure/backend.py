@@ -103,6 +103,12 @@ class Decorator(Backend):
     ``base()`` is the backend at the bottom of the chain. ``records_grad`` says whether this
     decorator records a graph for ``backward`` (``Autodiff``); code above the backend asks the chain
     through ``ember.backend.grad_device`` instead of probing for method names.
+
+    A decorator whose ``records_grad`` is True also implements, on its own arrays:
+    ``require_grad(a, id=None)`` (a leaf whose gradient is keyed by ``id``), ``detach(a)`` (the same
+    values, cut from the graph), ``grad_node(a)`` (the node that produced ``a``, with ``id`` and
+    ``is_leaf``, or None) and ``backward(a, grad=None, retain_graph=False)`` (the ``Gradients``).
+    ``Tensor`` reaches them through whatever decorators sit above it (``unwrap_to``/``wrap_from``).
     """
 
     name = "Decorator"
@@ -148,6 +154,36 @@ def chain(device):
 def grad_device(device):
     """The outermost decorator in ``device``'s chain that records gradients, or None."""
     for dev in chain(device):
-        if getattr(dev, "records_grad", False):
+        if isinstance(dev, Decorator) and dev.records_grad:
             return dev
     return None
+
+
+def _index(devices, device):
+    for i, d in enumerate(devices):
+        if d is device or d == device:
+            return i
+    return -1
+
+
+def unwrap_to(device, a, target):
+    """``a``, an array of ``device``, as an array of ``target`` (a device in ``device``'s chain),
+    unwrapped level by level without copies."""
+    while device is not target and device != target:
+        a = device.unwrap(a)
+        device = device.inner
+    return a
+
+
+def wrap_from(device, target, a, shape, dtype):
+    """``a``, an array of ``target`` (a device in ``device``'s chain), as an array of ``device``,
+    wrapped level by level without copies."""
+    devices = chain(device)
+    for dev in reversed(devices[:_index(devices, target)]):
+        a = dev.wrap(a, shape, dtype)
+    return a
+
+
+def in_chain(device, target):
+    """Whether ``target`` is ``device`` or a device below it."""
+    return _index(chain(device), target) >= 0

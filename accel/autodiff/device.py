@@ -7,8 +7,8 @@ asks which device it wraps: any backend that implements the contract works insid
 """
 import ember
 from ember import dtypes
-from ember.backend import COMPARISONS, Backend
-from ember.errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
+from ember.backend import COMPARISONS, Decorator, grad_device
+from ember.errors import ArgumentError, DTypeError, ShapeError
 from ember.shapes import conv_out_size
 
 from . import rules
@@ -44,7 +44,7 @@ def _value(a):
     return a.value if type(a) is AdArray else a
 
 
-class Autodiff(Backend):
+class Autodiff(Decorator):
     """Wrap a device so its tensors can record ops and run ``backward``.
 
     >>> dev = ember.accel.Autodiff(ember.Cpu())
@@ -54,22 +54,17 @@ class Autodiff(Backend):
     """
 
     name = "Autodiff"
+    records_grad = True
 
     def __init__(self, inner, checkpointing=False):
-        if not isinstance(inner, Backend):
-            raise ArgumentTypeError("Autodiff: expected a device such as ember.Cpu(), found %r" % (inner,))
-        if isinstance(inner, Autodiff):
+        Decorator.__init__(self, inner)
+        if grad_device(inner) is not None:
             raise ArgumentError("Autodiff: %r already records gradients" % (inner,))
-        self.inner = inner
         # gradient checkpointing (F16): elementwise (memory-bound) results are not kept for backward;
         # they are recomputed there from the nearest kept (compute-bound) result
         self.checkpointing = bool(checkpointing)
 
-    def key(self):
-        return ("Autodiff",) + self.inner.key()  # checkpointing changes memory, not values
-
-    def __repr__(self):
-        return "Autodiff(%r)" % (self.inner,)
+    # the key is Decorator's: checkpointing changes memory, not values
 
     # -- the graph ----------------------------------------------------------------------------------
     def _t(self, a):
@@ -124,6 +119,12 @@ class Autodiff(Backend):
     def wrap(self, value, shape, dtype):
         """An inner array as one of this device's arrays, recording nothing (used by Tensor.to)."""
         return AdArray(value, shape, dtype)
+
+    def unwrap(self, a):
+        return a.value
+
+    def grad_node(self, a):
+        return a.node
 
     def require_grad(self, a, id=None):
         if a.dtype.kind != "f":
