@@ -69,30 +69,17 @@ class Backend:
         ``fn`` receives the same arguments as the composite (tensors included) and returns its result.
         ``backward(grad, out, *args, **kwargs)``, when given, returns one gradient per positional
         argument (None for non-tensors): then ``Autodiff`` over this backend records ``fn`` as one
-        node; without it, Autodiff runs the composite so gradients flow through its primitives.
+        node with it. Without it, Autodiff records ``fn`` with the composite's own backward when
+        ember has one (softmax, gelu, linear...), else runs the composite body so gradients flow
+        through its primitives.
         Pass ``fn=None`` to restore the composite. Returns the previous override or None.
-        """
-        from .composite import COMPOSITES, OVERRIDE_BACKWARDS, OVERRIDES
-        from .errors import ArgumentError
 
-        if type(name) is not str or name not in COMPOSITES:
-            raise ArgumentError("override: expected one of the composite ops %s, found %r"
-                                % (sorted(COMPOSITES), name))
-        table = OVERRIDES.setdefault(cls, {})
-        backwards = OVERRIDE_BACKWARDS.setdefault(cls, {})
-        previous = table.get(name)
-        backwards.pop(name, None)
-        if fn is None:
-            table.pop(name, None)
-        else:
-            table[name] = fn
-            if backward is not None:
-                backwards[name] = backward
-        if not table:
-            del OVERRIDES[cls]
-        if not backwards:
-            del OVERRIDE_BACKWARDS[cls]
-        return previous
+        It reaches every subclass (overrides are looked up along ``type(device).__mro__``) and beats
+        any built-in fused path (the C-backed Cpu's); a decorator over this backend runs it too
+        (``ember.composite`` documents the resolution).
+        """
+        from .composite import override
+        return override(cls, name, fn, backward)
 
 
 class Decorator(Backend):
@@ -109,6 +96,10 @@ class Decorator(Backend):
     values, cut from the graph), ``grad_node(a)`` (the node that produced ``a``, with ``id`` and
     ``is_leaf``, or None) and ``backward(a, grad=None, retain_graph=False)`` (the ``Gradients``).
     ``Tensor`` reaches them through whatever decorators sit above it (``unwrap_to``/``wrap_from``).
+
+    Composite ops (``ember.composite``) with no override on the decorator's own class call
+    ``run_composite(name, args, kwargs)``; override it to run composites another way (Autodiff
+    records one node where a backward exists).
     """
 
     name = "Decorator"
@@ -133,6 +124,17 @@ class Decorator(Backend):
     def unwrap(self, a):
         """The inner array this device's array ``a`` stands for (no copy)."""
         raise NotImplementedError
+
+    def run_composite(self, name, args, kwargs):
+        """Composite ``name`` on this decorator's tensors. By default: when a device below has an
+        override (a fused kernel), the tensors are unwrapped to ``inner``, the composite runs as
+        ``inner`` resolves it and the result is wrapped back; else the body runs on this
+        decorator's primitives."""
+        from .composite import COMPOSITES, overridden, run, unwrap_args, wrap_result
+        if not overridden(self.inner, name):
+            return COMPOSITES[name](*args, **kwargs)
+        inner_args, inner_kwargs = unwrap_args(self, args, kwargs)
+        return wrap_result(self, run(self.inner, name, inner_args, inner_kwargs))
 
     def base(self):
         """The backend at the bottom of the decorator chain."""

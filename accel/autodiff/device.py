@@ -151,23 +151,19 @@ class Autodiff(Decorator):
         return Gradients(run_backward(a.node, seed, release=not retain_graph))
 
     # -- composites recorded whole (see ember.composite) ------------------------------------------------
-    def run_composite(self, name, body, args, kwargs):
+    def run_composite(self, name, args, kwargs):
         """Record a composite as one node when a backward for it exists, else let its primitives
-        record themselves. The inner device's own override (a fused kernel) runs the forward when
-        it brings a backward; the composite body does when only the built-in backward exists."""
-        from ember.composite import BACKWARDS, OVERRIDE_BACKWARDS, OVERRIDES
-        inner_cls = type(self.inner)
-        backward = OVERRIDE_BACKWARDS.get(inner_cls, {}).get(name)
-        forward = OVERRIDES.get(inner_cls, {}).get(name) if backward is not None else None
-        if backward is None:
-            backward = BACKWARDS.get(name)
-            forward = body
-        if backward is None:
-            return body(*args, **kwargs)
-        inner_args = [self._inner_tensor(a) for a in args]
-        inner_kwargs = {k: self._inner_tensor(v) for k, v in kwargs.items()}
-        out = forward(*inner_args, **inner_kwargs)
-        parents = tuple(a._data.node if isinstance(a, ember.Tensor) else None for a in args)
+        record themselves. Forward and backward are chosen apart: the forward is whatever the inner
+        device resolves (a user's override, a fused kernel, or the body), the backward the one
+        registered with that override or else the composite's own (``composite.backward_for``);
+        a backward needs only ``(grad, out, *args)``, so any forward serves."""
+        from ember.composite import COMPOSITES, backward_for, run, unwrap_args
+        backward = backward_for(self.inner, name)
+        if backward is None or any(isinstance(v, ember.Tensor) and v.requires_grad for v in kwargs.values()):
+            return COMPOSITES[name](*args, **kwargs)  # a backward gives gradients to positional arguments only
+        inner_args, inner_kwargs = unwrap_args(self, args, kwargs)
+        out = run(self.inner, name, inner_args, inner_kwargs)
+        parents = tuple(a._data.node if isinstance(a, ember.Tensor) and a.device == self else None for a in args)
         wrapped = AdArray(out._data, out.shape, out.dtype)
         if grad_mode.enabled and out.dtype.kind == "f" and any(p is not None for p in parents):
             wrapped.node = Node(parents, lambda g: backward(g, out, *inner_args, **inner_kwargs),
@@ -175,11 +171,6 @@ class Autodiff(Decorator):
             if self.checkpointing:
                 wrapped.node.kept = out._data
         return ember.Tensor(wrapped, out.shape, out.dtype, self)
-
-    def _inner_tensor(self, a):
-        if isinstance(a, ember.Tensor) and a.device == self:
-            return ember.Tensor(a._data.value, a.shape, a.dtype, self.inner)
-        return a
 
     # -- data in and out ------------------------------------------------------------------------------
     def from_list(self, flat, shape, dtype):

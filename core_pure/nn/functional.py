@@ -740,3 +740,10 @@ def kl_div(input, target, reduction="mean", log_target=False):
     if reduction == "batchmean":
         return loss.sum() / (input.shape[0] if input.shape else 1)
     return _reduce_loss(loss, reduction, "kl_div")
+
+
+# Where the C kernels load, the C-backed Cpu runs some of these as fused kernels (nn/fused_c.py).
+from ..backends.cpu import ckernels as _ckernels  # noqa: E402
+
+if _ckernels.available():
+    from . import fused_c  # noqa: E402, F401
