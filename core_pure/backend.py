@@ -5,38 +5,12 @@ decorators such as ``Autodiff(inner)`` that implement the same methods by wrappi
 Primitives take and return the backend's own arrays; the frontend (``ember.Tensor``) has already
 checked shapes and dtypes, broadcast operands to one shape (as ``expand`` views), and cast them to
 one dtype, so a primitive never has to validate user input. ``docs/architecture.md`` is the full
-contract; the names of every op a primitive accepts are listed below.
+contract; the names of every op a primitive accepts come from ``ember.ops``, the op table.
 """
 
-UNARY_OPS = (
-    # keep the input dtype (integers and floats)
-    "neg", "abs", "sign",
-    # float only (the frontend casts integer inputs to the default float first)
-    "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
-    "tanh", "erf", "sigmoid", "expm1", "log1p", "floor", "ceil", "round", "trunc", "reciprocal",
-    # integers and bool only
-    "bitwise_not",
-    # to bool
-    "isnan", "isinf", "logical_not",
-)
-BINARY_OPS = (
-    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "floordiv", "mod", "atan2",
-    "eq", "ne", "lt", "le", "gt", "ge",  # to bool
-    "and", "or", "xor",  # logical on bool, bitwise on integers
-    "lshift", "rshift",  # integers only
-)
-COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
-REDUCE_OPS = ("sum", "prod", "max", "min", "argmax", "argmin", "any", "all")
-SCAN_OPS = ("cumsum", "cumprod", "cummax", "cummin", "cumargmax", "cumargmin")
-POOL_OPS = ("max", "avg")
-SCATTER_MODES = ("set", "add")
-
-PRIMITIVES = (
-    "from_list", "from_bytes", "to_list", "to_bytes", "full",
-    "reshape", "permute", "expand", "slice", "slice_assign", "cat",
-    "unary", "binary", "where", "cast",
-    "reduce", "scan", "sort", "matmul", "conv", "pool", "gather", "scatter",
-)
+# The contract's names, from the one op table (ops.py says each op's trait and result dtype).
+from .ops import (BINARY_OPS, COMPARISONS, POOL_OPS, PRIMITIVES, REDUCE_OPS, SCAN_OPS, SCATTER_MODES,  # noqa: F401
+                  UNARY_OPS)
 
 
 class Backend:

@@ -8,6 +8,9 @@ built-in fused paths of ``CpuC`` (``composite.register_fused``): ``ember.Cpu(ker
 keeps the composites, and an override a user registers on ``ember.Cpu`` (or ``CpuC``) wins over
 them. Anything else (another dtype or device, an unusual argument, an error to report) goes to the
 composite body.
+
+This module imports on MicroPython too (the test runner imports every module); there the kernels are
+absent and nothing here runs.
 """
 from array import array
 
@@ -22,9 +25,10 @@ from ..shapes import conv_out_size
 from ..tensor import Tensor
 
 _lib = _ck.native()[0]
-_F32 = _lib.EMB_F32
-_matmul = _lib.emb_matmul
 f32 = dtypes.float32
+if _lib is not None:  # the test runner imports every module, MicroPython's included: there this is all
+    _F32 = _lib.EMB_F32
+    _matmul = _lib.emb_matmul
 
 
 def _f32(t):
@@ -218,4 +222,5 @@ FUSED = {
 }
 
 
-register_fused(CpuC, FUSED)
+if _lib is not None:
+    register_fused(CpuC, FUSED)
