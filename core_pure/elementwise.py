@@ -2,6 +2,7 @@
 from array import array
 
 from . import dtypes
+from .composite import composite
 from .errors import DTypeError, DeviceError
 from .ops import BINARY_TRAIT, UNARY_TRAIT
 from .shapes import broadcast_shapes
@@ -135,6 +136,12 @@ def where(cond, a, b):
     ta, tb = ta.to(dtype), tb.to(dtype)
     out = dev.where(broadcast_to(c, shape), broadcast_to(ta, shape), broadcast_to(tb, shape))
     return Tensor(out, shape, dtype, dev)
+
+
+@composite
+def relu(x):
+    """max(x, 0), elementwise (nan stays nan); a composite, so backends may fuse it (``F.relu``)."""
+    return x.maximum(0)
 
 
 def clamp(x, min=None, max=None):

@@ -5,7 +5,7 @@ see value semantics: no op, ``t[i] = v`` included, changes another tensor.
 """
 import sys
 
-from . import dtypes
+from . import dtypes, interop
 from .backend import Backend, grad_device, in_chain, unwrap_to, wrap_from
 from .errors import ArgumentTypeError, ShapeError
 
@@ -103,23 +103,19 @@ class Tensor:
                                 "to compute gradients" % (op, self.device, self.device))
         return dev, unwrap_to(self.device, self._data, dev)
 
-    # -- exchange with numpy, PyTorch and DLPack (CPython only; see ember.accel.numpy.interop) ------
+    # -- exchange with numpy, PyTorch and DLPack (CPython only, through the ember.interop hook) -----
     def numpy(self):
         """The values as a numpy array: shared with this tensor on the NumPy device, a copy elsewhere."""
-        from ember.accel.numpy.interop import to_numpy
-        return to_numpy(self)
+        return interop.hook("numpy")(self)
 
     def __array__(self, dtype=None, copy=None):
-        from ember.accel.numpy.interop import array_protocol
-        return array_protocol(self, dtype, copy)
+        return interop.hook("array")(self, dtype, copy)
 
     def __dlpack__(self, stream=None, **kwargs):
-        from ember.accel.numpy.interop import dlpack
-        return dlpack(self, stream, **kwargs)
+        return interop.hook("dlpack")(self, stream, **kwargs)
 
     def __dlpack_device__(self):
-        from ember.accel.numpy.interop import dlpack_device
-        return dlpack_device(self)
+        return interop.hook("dlpack_device")(self)
 
     def __repr__(self):
         from .printing import tensor_repr
@@ -438,8 +434,7 @@ class Tensor:
         return elementwise.clamp(self, min, max)
 
     def relu(self):
-        from .nn.functional import relu
-        return relu(self)
+        return elementwise.relu(self)
 
     def isfinite(self):
         return elementwise.isfinite(self)
