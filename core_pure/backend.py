@@ -104,8 +104,8 @@ class Decorator(Backend):
         override (a fused kernel), the tensors are unwrapped to ``inner``, the composite runs as
         ``inner`` resolves it and the result is wrapped back; else the body runs on this
         decorator's primitives."""
-        from .composite import COMPOSITES, overridden, run, unwrap_args, wrap_result
-        if not overridden(self.inner, name):
+        from .composite import COMPOSITES, all_on, overridden, run, unwrap_args, wrap_result
+        if not overridden(self.inner, name) or not all_on(self, args, kwargs):
             return COMPOSITES[name](*args, **kwargs)
         inner_args, inner_kwargs = unwrap_args(self, args, kwargs)
         return wrap_result(self, run(self.inner, name, inner_args, inner_kwargs))

@@ -129,6 +129,19 @@ def backward_for(device, name):
     return BACKWARDS.get(name)
 
 
+def all_on(device, args, kwargs):
+    """Whether every tensor among ``args`` and ``kwargs`` is on ``device`` (else the body runs and
+    its first op names both devices)."""
+    Tensor = _tensor_class()
+    for a in args:
+        if type(a) is Tensor and a.device != device:
+            return False
+    for a in kwargs.values():
+        if type(a) is Tensor and a.device != device:
+            return False
+    return True
+
+
 def unwrap_args(device, args, kwargs):
     """``args`` and ``kwargs`` with every tensor on decorator ``device`` moved to its inner device (no copy)."""
     inner = device.inner

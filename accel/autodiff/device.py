@@ -157,10 +157,12 @@ class Autodiff(Decorator):
         device resolves (a user's override, a fused kernel, or the body), the backward the one
         registered with that override or else the composite's own (``composite.backward_for``);
         a backward needs only ``(grad, out, *args)``, so any forward serves."""
-        from ember.composite import COMPOSITES, backward_for, run, unwrap_args
+        from ember.composite import COMPOSITES, all_on, backward_for, run, unwrap_args
         backward = backward_for(self.inner, name)
-        if backward is None or any(isinstance(v, ember.Tensor) and v.requires_grad for v in kwargs.values()):
-            return COMPOSITES[name](*args, **kwargs)  # a backward gives gradients to positional arguments only
+        if backward is None or not all_on(self, args, kwargs) or \
+                any(isinstance(v, ember.Tensor) and v.requires_grad for v in kwargs.values()):
+            # the body: it names mixed devices, and a backward gives gradients to positional arguments only
+            return COMPOSITES[name](*args, **kwargs)
         inner_args, inner_kwargs = unwrap_args(self, args, kwargs)
         out = run(self.inner, name, inner_args, inner_kwargs)
         parents = tuple(a._data.node if isinstance(a, ember.Tensor) and a.device == self else None for a in args)
