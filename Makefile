@@ -12,7 +12,7 @@
 #   make clean      remove .venv, node_modules and build leftovers
 #
 # Variables: PYTEST_ARGS (e.g. PYTEST_ARGS='-k conv -x'), MPY_ARGS (e.g. MPY_ARGS='-k conv -v'),
-# EMBER_REQUIRE_BACKENDS (pytest; default cpu), MPY_REQUIRE_BACKENDS (MicroPython; default cpu),
+# EMBER_REQUIRE_BACKENDS (pytest; default below), MPY_REQUIRE_BACKENDS (MicroPython; default cpu),
 # MPY_PORTS (the MicroPython ports test-mpy runs; default 'wasm unix', e.g. MPY_PORTS=unix).
 
 SHELL := /bin/bash
@@ -27,7 +27,7 @@ VENV_STAMP := $(VENV)/.installed
 MICROPYTHON_NPM := @micropython/micropython-webassembly-pyscript@1.27.0
 NODE_STAMP := node_modules/.installed-micropython-1.27.0
 
-EMBER_REQUIRE_BACKENDS ?= cpu,cpu-c,numpy,wgpu
+EMBER_REQUIRE_BACKENDS ?= cpu,cpu-c,numpy,wgpu,autodiff-cpu,autodiff-cpu-c
 MPY_REQUIRE_BACKENDS ?= cpu
 MPY_PORTS ?= wasm unix
 PYTEST_ARGS ?=

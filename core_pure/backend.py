@@ -5,38 +5,12 @@ decorators such as ``Autodiff(inner)`` that implement the same methods by wrappi
 Primitives take and return the backend's own arrays; the frontend (``ember.Tensor``) has already
 checked shapes and dtypes, broadcast operands to one shape (as ``expand`` views), and cast them to
 one dtype, so a primitive never has to validate user input. ``docs/architecture.md`` is the full
-contract; the names of every op a primitive accepts are listed below.
+contract; the names of every op a primitive accepts come from ``ember.ops``, the op table.
 """
 
-UNARY_OPS = (
-    # keep the input dtype (integers and floats)
-    "neg", "abs", "sign",
-    # float only (the frontend casts integer inputs to the default float first)
-    "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
-    "tanh", "erf", "sigmoid", "expm1", "log1p", "floor", "ceil", "round", "trunc", "reciprocal",
-    # integers and bool only
-    "bitwise_not",
-    # to bool
-    "isnan", "isinf", "logical_not",
-)
-BINARY_OPS = (
-    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "floordiv", "mod", "atan2",
-    "eq", "ne", "lt", "le", "gt", "ge",  # to bool
-    "and", "or", "xor",  # logical on bool, bitwise on integers
-    "lshift", "rshift",  # integers only
-)
-COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
-REDUCE_OPS = ("sum", "prod", "max", "min", "argmax", "argmin", "any", "all")
-SCAN_OPS = ("cumsum", "cumprod", "cummax", "cummin", "cumargmax", "cumargmin")
-POOL_OPS = ("max", "avg")
-SCATTER_MODES = ("set", "add")
-
-PRIMITIVES = (
-    "from_list", "from_bytes", "to_list", "to_bytes", "full",
-    "reshape", "permute", "expand", "slice", "slice_assign", "cat",
-    "unary", "binary", "where", "cast",
-    "reduce", "scan", "sort", "matmul", "conv", "pool", "gather", "scatter",
-)
+# The contract's names, from the one op table (ops.py says each op's trait and result dtype).
+from .ops import (BINARY_OPS, COMPARISONS, POOL_OPS, PRIMITIVES, REDUCE_OPS, SCAN_OPS, SCATTER_MODES,  # noqa: F401
+                  UNARY_OPS)
 
 
 class Backend:
@@ -69,30 +43,17 @@ class Backend:
         ``fn`` receives the same arguments as the composite (tensors included) and returns its result.
         ``backward(grad, out, *args, **kwargs)``, when given, returns one gradient per positional
         argument (None for non-tensors): then ``Autodiff`` over this backend records ``fn`` as one
-        node; without it, Autodiff runs the composite so gradients flow through its primitives.
+        node with it. Without it, Autodiff records ``fn`` with the composite's own backward when
+        ember has one (softmax, gelu, linear...), else runs the composite body so gradients flow
+        through its primitives.
         Pass ``fn=None`` to restore the composite. Returns the previous override or None.
-        """
-        from .composite import COMPOSITES, OVERRIDE_BACKWARDS, OVERRIDES
-        from .errors import ArgumentError
 
-        if type(name) is not str or name not in COMPOSITES:
-            raise ArgumentError("override: expected one of the composite ops %s, found %r"
-                                % (sorted(COMPOSITES), name))
-        table = OVERRIDES.setdefault(cls, {})
-        backwards = OVERRIDE_BACKWARDS.setdefault(cls, {})
-        previous = table.get(name)
-        backwards.pop(name, None)
-        if fn is None:
-            table.pop(name, None)
-        else:
-            table[name] = fn
-            if backward is not None:
-                backwards[name] = backward
-        if not table:
-            del OVERRIDES[cls]
-        if not backwards:
-            del OVERRIDE_BACKWARDS[cls]
-        return previous
+        It reaches every subclass (overrides are looked up along ``type(device).__mro__``) and beats
+        any built-in fused path (the C-backed Cpu's); a decorator over this backend runs it too
+        (``ember.composite`` documents the resolution).
+        """
+        from .composite import override
+        return override(cls, name, fn, backward)
 
 
 class Decorator(Backend):
@@ -103,6 +64,16 @@ class Decorator(Backend):
     ``base()`` is the backend at the bottom of the chain. ``records_grad`` says whether this
     decorator records a graph for ``backward`` (``Autodiff``); code above the backend asks the chain
     through ``ember.backend.grad_device`` instead of probing for method names.
+
+    A decorator whose ``records_grad`` is True also implements, on its own arrays:
+    ``require_grad(a, id=None)`` (a leaf whose gradient is keyed by ``id``), ``detach(a)`` (the same
+    values, cut from the graph), ``grad_node(a)`` (the node that produced ``a``, with ``id`` and
+    ``is_leaf``, or None) and ``backward(a, grad=None, retain_graph=False)`` (the ``Gradients``).
+    ``Tensor`` reaches them through whatever decorators sit above it (``unwrap_to``/``wrap_from``).
+
+    Composite ops (``ember.composite``) with no override on the decorator's own class call
+    ``run_composite(name, args, kwargs)``; override it to run composites another way (Autodiff
+    records one node where a backward exists).
     """
 
     name = "Decorator"
@@ -128,6 +99,17 @@ class Decorator(Backend):
         """The inner array this device's array ``a`` stands for (no copy)."""
         raise NotImplementedError
 
+    def run_composite(self, name, args, kwargs):
+        """Composite ``name`` on this decorator's tensors. By default: when a device below has an
+        override (a fused kernel), the tensors are unwrapped to ``inner``, the composite runs as
+        ``inner`` resolves it and the result is wrapped back; else the body runs on this
+        decorator's primitives."""
+        from .composite import COMPOSITES, all_on, overridden, run, unwrap_args, wrap_result
+        if not overridden(self.inner, name) or not all_on(self, args, kwargs):
+            return COMPOSITES[name](*args, **kwargs)
+        inner_args, inner_kwargs = unwrap_args(self, args, kwargs)
+        return wrap_result(self, run(self.inner, name, inner_args, inner_kwargs))
+
     def base(self):
         """The backend at the bottom of the decorator chain."""
         dev = self.inner
@@ -148,6 +130,36 @@ def chain(device):
 def grad_device(device):
     """The outermost decorator in ``device``'s chain that records gradients, or None."""
     for dev in chain(device):
-        if getattr(dev, "records_grad", False):
+        if isinstance(dev, Decorator) and dev.records_grad:
             return dev
     return None
+
+
+def _index(devices, device):
+    for i, d in enumerate(devices):
+        if d is device or d == device:
+            return i
+    return -1
+
+
+def unwrap_to(device, a, target):
+    """``a``, an array of ``device``, as an array of ``target`` (a device in ``device``'s chain),
+    unwrapped level by level without copies."""
+    while device is not target and device != target:
+        a = device.unwrap(a)
+        device = device.inner
+    return a
+
+
+def wrap_from(device, target, a, shape, dtype):
+    """``a``, an array of ``target`` (a device in ``device``'s chain), as an array of ``device``,
+    wrapped level by level without copies."""
+    devices = chain(device)
+    for dev in reversed(devices[:_index(devices, target)]):
+        a = dev.wrap(a, shape, dtype)
+    return a
+
+
+def in_chain(device, target):
+    """Whether ``target`` is ``device`` or a device below it."""
+    return _index(chain(device), target) >= 0

@@ -2,19 +2,13 @@
 from array import array
 
 from . import dtypes
-from .backend import COMPARISONS
+from .composite import composite
 from .errors import DTypeError, DeviceError
+from .ops import BINARY_TRAIT, UNARY_TRAIT
 from .shapes import broadcast_shapes
 from .tensor import Tensor
 
-_FLOAT_ONLY = ("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
-               "cosh", "tanh", "erf", "sigmoid", "expm1", "log1p", "reciprocal")
-_ROUNDING = ("floor", "ceil", "round", "trunc")
-_COMPARE = COMPARISONS
-_LOGICAL = ("and", "or", "xor")
-_SHIFTS = ("lshift", "rshift")
 _SCALARS = (bool, int, float)
-_KEEPS_BOOL = ("maximum", "minimum") + _LOGICAL
 
 
 def same_device(a, b, op):
@@ -37,13 +31,14 @@ def broadcast_to(t, shape):
 
 def _compute_dtype(op, dtype):
     """The dtype ``op`` runs in, given the promoted dtype of its operands."""
-    if op in _LOGICAL or op in _SHIFTS:
+    trait = BINARY_TRAIT[op]
+    if trait == "logical" or trait == "shift":
         if dtype.kind == "f":
             raise DTypeError("%s: expected bool or integer tensors, found %s" % (op, dtype.name))
-        return dtypes.int64 if dtype.kind == "b" and op in _SHIFTS else dtype
-    if op == "div" or op == "atan2":
+        return dtypes.int64 if dtype.kind == "b" and trait == "shift" else dtype
+    if trait == "to_float":
         return dtype if dtype.kind == "f" else dtypes.default_float
-    if dtype.kind == "b" and op not in _KEEPS_BOOL and op not in _COMPARE:
+    if dtype.kind == "b" and trait == "arith":
         return dtypes.int64  # arithmetic on bools counts them as 0/1
     return dtype
 
@@ -89,7 +84,7 @@ def binary(op, a, b):
         pa, pb = (pt, s) if t is a else (s, pt)
         shape = t.shape
     out = dev.binary(op, pa, pb)
-    return Tensor(out, shape, dtypes.bool_ if op in _COMPARE else dtype, dev)
+    return Tensor(out, shape, dtypes.bool_ if BINARY_TRAIT[op] == "compare" else dtype, dev)
 
 
 def unary(op, x):
@@ -103,9 +98,10 @@ def unary(op, x):
             data = dev.cast(data, dtypes.bool_)
         return Tensor(dev.unary(op, data), x.shape, dtypes.bool_, dev)
     if dtype.kind != "f":
-        if op in _ROUNDING:
+        trait = UNARY_TRAIT[op]
+        if trait == "rounding":
             return x.clone()
-        if op in _FLOAT_ONLY:
+        if trait == "float":
             dtype = dtypes.default_float
         elif dtype.kind == "b":
             dtype = dtypes.int64
@@ -140,6 +136,12 @@ def where(cond, a, b):
     ta, tb = ta.to(dtype), tb.to(dtype)
     out = dev.where(broadcast_to(c, shape), broadcast_to(ta, shape), broadcast_to(tb, shape))
     return Tensor(out, shape, dtype, dev)
+
+
+@composite
+def relu(x):
+    """max(x, 0), elementwise (nan stays nan); a composite, so backends may fuse it (``F.relu``)."""
+    return x.maximum(0)
 
 
 def clamp(x, min=None, max=None):

@@ -5,8 +5,8 @@ see value semantics: no op, ``t[i] = v`` included, changes another tensor.
 """
 import sys
 
-from . import dtypes
-from .backend import Backend
+from . import dtypes, interop
+from .backend import Backend, grad_device, in_chain, unwrap_to, wrap_from
 from .errors import ArgumentTypeError, ShapeError
 
 # MicroPython converts the right operand of ``2.0 * t`` with __float__ before trying __rmul__,
@@ -59,61 +59,63 @@ class Tensor:
         """The values, row-major, little-endian, in this tensor's dtype (safetensors' layout)."""
         return self.device.to_bytes(self._data)
 
-    # -- gradients (on ember.accel.Autodiff devices) --------------------------------------------------
+    # -- gradients (on ember.accel.Autodiff devices, found anywhere in the device's chain) ------------
     def requires_grad_(self, requires_grad=True):
         """Mark this tensor as a leaf whose gradient ``backward`` computes (in place); returns it."""
-        dev = self._autodiff("requires_grad_")
-        self._data = dev.require_grad(self._data) if requires_grad else dev.detach(self._data)
+        dev, a = self._grad_level("requires_grad_")
+        a = dev.require_grad(a) if requires_grad else dev.detach(a)
+        self._data = wrap_from(self.device, dev, a, self.shape, self.dtype)
         return self
 
     def require_grad(self, id=None):
         """A leaf copy of this tensor that requires grad (Burn's name); ``id`` keys its gradient."""
-        dev = self._autodiff("require_grad")
-        return Tensor(dev.require_grad(self._data, id), self.shape, self.dtype, dev)
+        dev, a = self._grad_level("require_grad")
+        a = wrap_from(self.device, dev, dev.require_grad(a, id), self.shape, self.dtype)
+        return Tensor(a, self.shape, self.dtype, self.device)
 
     @property
     def requires_grad(self):
-        return getattr(self._data, "node", None) is not None
+        return grad_node(self) is not None
 
     def detach(self):
         """The same values, cut from the graph (a no-op on devices that record none)."""
-        detach = getattr(self.device, "detach", None)
-        if detach is None:
+        dev = grad_device(self.device)
+        if dev is None:
             return self.clone()
-        return Tensor(detach(self._data), self.shape, self.dtype, self.device)
+        a = dev.detach(unwrap_to(self.device, self._data, dev))
+        return Tensor(wrap_from(self.device, dev, a, self.shape, self.dtype), self.shape, self.dtype, self.device)
 
     def backward(self, grad=None, retain_graph=False):
         """Differentiate this tensor: returns the ``Gradients`` of every leaf it depends on."""
-        return self._autodiff("backward").backward(self._data, grad, retain_graph)
+        dev, a = self._grad_level("backward")
+        return dev.backward(a, grad, retain_graph)
 
     def grad(self, grads):
         """This leaf's gradient in ``grads`` (what ``backward`` returned), on the inner device."""
         return grads.get(self)
 
-    def _autodiff(self, op):
-        if not hasattr(self.device, "backward"):
+    def _grad_level(self, op):
+        """(the decorator of this tensor's chain that records gradients, this tensor's array there)."""
+        dev = grad_device(self.device)
+        if dev is None:
             from .errors import ArgumentError
             raise ArgumentError("%s: %r records no graph; create tensors on ember.accel.Autodiff(%r) "
                                 "to compute gradients" % (op, self.device, self.device))
-        return self.device
+        return dev, unwrap_to(self.device, self._data, dev)
 
-    # -- exchange with numpy, PyTorch and DLPack (CPython only; see ember.accel.numpy.interop) ------
+    # -- exchange with numpy, PyTorch and DLPack (CPython only, through the ember.interop hook) -----
     def numpy(self):
         """The values as a numpy array: shared with this tensor on the NumPy device, a copy elsewhere."""
-        from ember.accel.numpy.interop import to_numpy
-        return to_numpy(self)
+        return interop.hook("numpy")(self)
 
     def __array__(self, dtype=None, copy=None):
-        from ember.accel.numpy.interop import array_protocol
-        return array_protocol(self, dtype, copy)
+        return interop.hook("array")(self, dtype, copy)
 
     def __dlpack__(self, stream=None, **kwargs):
-        from ember.accel.numpy.interop import dlpack
-        return dlpack(self, stream, **kwargs)
+        return interop.hook("dlpack")(self, stream, **kwargs)
 
     def __dlpack_device__(self):
-        from ember.accel.numpy.interop import dlpack_device
-        return dlpack_device(self)
+        return interop.hook("dlpack_device")(self)
 
     def __repr__(self):
         from .printing import tensor_repr
@@ -151,15 +153,21 @@ class Tensor:
 
     # -- dtype and device -----------------------------------------------------------------------
     def to(self, target):
-        """A copy on another device (``t.to(ember.Cpu())``) or in another dtype (``t.to(ember.int32)``)."""
+        """A copy on another device (``t.to(ember.Cpu())``) or in another dtype (``t.to(ember.int32)``).
+
+        Into or out of decorators over this tensor's device (``t.to(Autodiff(t.device))``) it wraps
+        or unwraps level by level, without a copy.
+        """
         if isinstance(target, Backend):
-            if target == self.device:
+            dev = self.device
+            if target == dev:
                 return self
-            if getattr(target, "inner", None) == self.device:  # into a decorator: wrap, no copy
-                return Tensor(target.wrap(self._data, self.shape, self.dtype), self.shape, self.dtype, target)
-            if getattr(self.device, "inner", None) == target:  # out of a decorator: unwrap, no copy
-                return Tensor(self._data.value, self.shape, self.dtype, target)
-            flat = self.device.to_list(self._data)
+            if in_chain(target, dev):  # into decorators over this device: wrap, no copy
+                data = wrap_from(target, dev, self._data, self.shape, self.dtype)
+                return Tensor(data, self.shape, self.dtype, target)
+            if in_chain(dev, target):  # out of decorators: unwrap, no copy
+                return Tensor(unwrap_to(dev, self._data, target), self.shape, self.dtype, target)
+            flat = dev.to_list(self._data)
             return Tensor(target.from_list(flat, self.shape, self.dtype), self.shape, self.dtype, target)
         dtype = dtypes.get(target, "to")
         if dtype is self.dtype:
@@ -426,8 +434,7 @@ class Tensor:
         return elementwise.clamp(self, min, max)
 
     def relu(self):
-        from .nn.functional import relu
-        return relu(self)
+        return elementwise.relu(self)
 
     def isfinite(self):
         return elementwise.isfinite(self)
@@ -627,6 +634,14 @@ class Tensor:
 
     def matmul(self, o):
         return matmul(self, o)
+
+
+def grad_node(t):
+    """The tape node that produced tensor ``t`` (``id``, ``is_leaf``), or None when nothing records it."""
+    dev = grad_device(t.device)
+    if dev is None:
+        return None
+    return dev.grad_node(unwrap_to(t.device, t._data, dev))
 
 
 def _nest(flat, shape):

@@ -124,7 +124,63 @@ def bce_with_logits_backward(g, out, x, t, weight=None, reduction="mean", pos_we
     return (gx * scale, gt * scale)
 
 
+def linear_backward(g, out, x, weight, bias=None):
+    """y = x Wᵀ + b: dx = g W, dW = gᵀ x, db = the sum of g over the batch dims."""
+    if not _plain_linear(x, weight, bias):
+        return _recomputed("linear", g, (x, weight, bias))
+    outf, inf = weight.shape
+    g2 = g.reshape(-1, outf)
+    gw = g2.T @ x.reshape(-1, inf)
+    return (g @ weight, gw, g2.sum(0) if bias is not None else None)
+
+
+def _plain_linear(x, weight, bias):
+    dt = x.dtype
+    return (dt.kind == "f" and weight.dtype is dt and len(weight.shape) == 2 and len(x.shape) >= 1
+            and (bias is None or (bias.dtype is dt and bias.shape == (weight.shape[0],))))
+
+
+def layer_norm_backward(g, out, x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """With x̂ = (x - mean) · rstd over the normalized dims and ĝ = g · w:
+    dx = rstd · (ĝ - mean(ĝ) - x̂ · mean(ĝ · x̂)), dw = Σ g · x̂, db = Σ g over the other dims."""
+    ns = (normalized_shape,) if type(normalized_shape) is int else tuple(normalized_shape)
+    dt = x.dtype
+    if dt not in (ember.float32, ember.float64) or any(p is not None and (p.dtype is not dt or p.shape != ns)
+                                                        for p in (weight, bias)):
+        return _recomputed("layer_norm", g, (x, normalized_shape, weight, bias, eps))
+    dims = tuple(range(len(x.shape) - len(ns), len(x.shape)))
+    outer = tuple(range(len(x.shape) - len(ns)))
+    mean = x.mean(dims, keepdim=True)
+    centered = x - mean
+    rstd = ((centered * centered).mean(dims, keepdim=True) + eps).rsqrt()
+    xhat = centered * rstd
+    gh = g * weight if weight is not None else g
+    gx = rstd * (gh - gh.mean(dims, keepdim=True) - xhat * (gh * xhat).mean(dims, keepdim=True))
+    gw = (g * xhat).sum(outer) if weight is not None and outer else (g * xhat if weight is not None else None)
+    gb = (g.sum(outer) if outer else g) if bias is not None else None
+    return (gx, None, gw, gb, None)
+
+
+def _recomputed(name, g, args):
+    """The gradients of composite ``name`` at ``args`` by recording its body once more (the general case)."""
+    from .device import Autodiff
+    from .graph import grad_mode
+
+    dev = Autodiff(g.device)
+    leaves = [a.to(dev).requires_grad_() if isinstance(a, ember.Tensor) and a.dtype.kind == "f" else
+              (a.to(dev) if isinstance(a, ember.Tensor) else a) for a in args]
+    previous = grad_mode.enabled
+    grad_mode.enabled = True
+    try:
+        grads = composite.COMPOSITES[name](*leaves).backward(g)
+    finally:
+        grad_mode.enabled = previous
+    return tuple(grads.get(t) if isinstance(t, ember.Tensor) and t.requires_grad else None for t in leaves)
+
+
 BUILT_IN = {
+    "linear": linear_backward,
+    "layer_norm": layer_norm_backward,
     "softmax": softmax_backward,
     "log_softmax": log_softmax_backward,
     "gelu": gelu_backward,

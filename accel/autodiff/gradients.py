@@ -1,5 +1,6 @@
 """Gradients: what ``loss.backward()`` returns, kept apart from the tensors and parameters."""
 from ember.errors import ArgumentTypeError
+from ember.tensor import Tensor, grad_node
 
 
 class Gradients:
@@ -15,7 +16,7 @@ class Gradients:
 
     def get(self, tensor):
         """The gradient of ``tensor`` (a leaf that required grad), or None if it got none."""
-        node = getattr(tensor._data, "node", None)
+        node = grad_node(tensor)
         if node is None:
             return None
         return self.by_id.get(node.id)
@@ -24,7 +25,7 @@ class Gradients:
         return self.by_id.get(id)
 
     def remove(self, tensor):
-        node = getattr(tensor._data, "node", None)
+        node = grad_node(tensor)
         return self.by_id.pop(node.id, None) if node is not None else None
 
     def __len__(self):
@@ -32,7 +33,7 @@ class Gradients:
 
     def __contains__(self, key):
         """``tensor in grads`` or ``leaf_id in grads``."""
-        node = getattr(getattr(key, "_data", None), "node", None)
+        node = grad_node(key) if isinstance(key, Tensor) else None
         return (node.id if node is not None else key) in self.by_id
 
     def ids(self):

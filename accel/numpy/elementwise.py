@@ -10,11 +10,13 @@ and round to nearest even.
 """
 import numpy as np
 
+from ember.ops import COMPARISONS, ROUNDING
+
 from .arrays import (BF16, BOOL, F32, F64, I64, NP, QUIET, as_array, ember_dtype, from_float, from_values,
                      like, ndarray, plain, reset_state, round_float, set_state, to_bf16)
 from .special import erf as _erf
 
-_COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+_COMPARE = COMPARISONS
 
 # ops whose ufunc gives ember's result on every dtype the frontend sends them (bfloat16 apart)
 _DIRECT = {
@@ -166,7 +168,7 @@ _FLOAT_UNARY = {
     "isnan": np.isnan, "isinf": np.isinf,
 }
 _INT_UNARY = {"neg": np.negative, "abs": np.absolute, "sign": np.sign, "bitwise_not": np.invert}
-_KEEP = ("floor", "ceil", "round", "trunc")
+_KEEP = ROUNDING
 
 
 def unary(op, x):

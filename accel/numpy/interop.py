@@ -20,6 +20,7 @@ import sys
 import numpy as np
 
 from ember import dtypes
+from ember import interop as _interop
 from ember.errors import ArgumentError, ArgumentTypeError, DTypeError
 from ember.tensor import Tensor
 
@@ -214,3 +215,7 @@ def _import(x):
                 pass
         raise ArgumentError("from_dlpack: could not import %s: %s%s" % (type(x).__name__, e, where)) from e
 
+
+
+# Tensor.numpy(), np.asarray(t) and DLPack export reach these through the core's hook (ember.interop).
+_interop.register(numpy=to_numpy, array=array_protocol, dlpack=dlpack, dlpack_device=dlpack_device)

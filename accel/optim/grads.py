@@ -8,8 +8,10 @@ Nothing here touches a parameter: backward and clipping never mutate the model.
 """
 import math
 
+from ember.backend import grad_device
 from ember.errors import ArgumentError, ArgumentTypeError
 from ember.nn.module import Module, Param
+from ember.tensor import grad_node
 
 from ember.accel.autodiff import Gradients
 
@@ -43,8 +45,8 @@ def _named_params(params, op):
 
 
 def _is_leaf_with_id(t, id):
-    node = getattr(t._data, "node", None)
-    return node is not None and node.backward is None and node.id == id
+    node = grad_node(t)
+    return node is not None and node.is_leaf and node.id == id
 
 
 def track(module_or_params, device=None, strict=True):
@@ -66,7 +68,7 @@ def track(module_or_params, device=None, strict=True):
         module_or_params.to(device)
     for name, p in _named_params(module_or_params, "track"):
         v = p.value
-        if not hasattr(v.device, "require_grad"):
+        if grad_device(v.device) is None:
             if strict and p.requires_grad and v.dtype.kind == "f":
                 raise ArgumentError("track: parameter %r lives on %r, which records no graph; move the module "
                                     "to ember.accel.Autodiff(%r) first" % (name, v.device, v.device))
@@ -80,8 +82,9 @@ def track(module_or_params, device=None, strict=True):
 
 
 def _inner(device):
-    """The device a decorator wraps (Autodiff's inner), else the device itself."""
-    return getattr(device, "inner", device)
+    """The device gradients live on: the one the recording decorator wraps, else ``device`` itself."""
+    dev = grad_device(device)
+    return device if dev is None else dev.inner
 
 
 class GradientsParams:

@@ -12,13 +12,14 @@ every group, the names in each group and every step count, so a resumed run cont
 """
 import json
 
+from ember.backend import grad_device, unwrap_to, wrap_from
 from ember.errors import ArgumentError, ArgumentTypeError, RecordError, ShapeError
 from ember.nn.module import Module, Param
 from ember.tensor import Tensor
 
 from ember.accel.autodiff import Gradients, no_grad
 
-from .grads import GradientsParams, _named_params, track
+from .grads import GradientsParams, _inner, _named_params, track
 
 FORMAT = "ember.optim/1"
 
@@ -159,10 +160,10 @@ class Optimizer:
                         continue
                     v = p.value
                     dev = v.device
-                    inner = getattr(dev, "inner", None)
-                    # a decorated value (Autodiff) is unwrapped and rewrapped without copies, as
-                    # Tensor.to does; done here directly, it costs no device comparisons
-                    x = v if inner is None else Tensor(v._data.value, v.shape, v.dtype, inner)
+                    rec = grad_device(dev)
+                    # a recorded value is unwrapped to the device gradients live on and rewrapped,
+                    # without copies, as Tensor.to does; done here directly, it costs no device comparisons
+                    x = v if rec is None else Tensor(unwrap_to(dev, v._data, rec.inner), v.shape, v.dtype, rec.inner)
                     gdev = g.device
                     if gdev is not x.device and gdev != x.device:
                         g = g.to(x.device)
@@ -175,10 +176,9 @@ class Optimizer:
                     if state is None:
                         state = self.state[p.id] = {"step": 0}
                     new = self._update(x, g, state, group)
-                    if inner is not None:
-                        data = dev.wrap(new._data, new.shape, new.dtype)
-                        if hasattr(dev, "require_grad"):  # a new leaf with the parameter's id
-                            data = dev.require_grad(data, p.id)
+                    if rec is not None:  # a new leaf with the parameter's id
+                        data = rec.require_grad(rec.wrap(new._data, new.shape, new.dtype), p.id)
+                        data = wrap_from(dev, rec, data, new.shape, new.dtype)
                         new = Tensor(data, new.shape, new.dtype, dev)
                     p.value = new
 
@@ -235,7 +235,7 @@ class Optimizer:
         track([p for _, p in self.named_parameters() if p.requires_grad], strict=False)
 
     def _fit_state(self, name, p, s, op):
-        inner = getattr(p.value.device, "inner", p.value.device)
+        inner = _inner(p.value.device)
         out = {}
         for k, v in s.items():
             if isinstance(v, Tensor):
@@ -294,7 +294,7 @@ class Optimizer:
                 p = by_name.get(n)
                 if p is None:
                     raise RecordError("%s: %s holds state for %r, which this optimizer does not have" % (op, path, n))
-                inner = getattr(p.value.device, "inner", p.value.device)
+                inner = _inner(p.value.device)
                 state.setdefault(n, {})[k] = reader.read(full, device=inner)
         self.load_state_dict({"param_groups": groups, "state": state})
 

@@ -23,6 +23,7 @@ import time
 import numpy as np
 
 from ember import rng
+from ember.backend import grad_device
 from ember.errors import ArgumentError, ArgumentTypeError
 from ember.nn.module import Module
 from ember.tensor import Tensor
@@ -241,7 +242,7 @@ class Learner:
             if not params:
                 raise ArgumentError("Learner: the model has no parameters")
             device = params[0].value.device
-        if not hasattr(device, "backward"):
+        if grad_device(device) is None:
             device = Autodiff(device)
         self.model.to(device)
         track(self.model)
@@ -420,7 +421,7 @@ class Learner:
         run.log = RunLog(self.run_dir, self.history) if self.run_dir is not None else None
         self.view.fit_start({
             "model": type(self.model).__name__, "epochs": self.epochs, "batches": run.batches,
-            "items": len(train.dataset), "device": repr(self.device.inner), "start_epoch": run.epoch,
+            "items": len(train.dataset), "device": repr(grad_device(self.device).inner), "start_epoch": run.epoch,
             "start_batch": run.start_batch, "resumed_from": run.resumed, "history": list(self.history),
             "metrics": [m.name for m in self.split_metrics], "formats": self.formats, "total": run.total,
         })
@@ -566,7 +567,7 @@ class _Run:
 def _numpy(t):
     if isinstance(t, np.ndarray):
         return t
-    if t.device is not None and hasattr(t.device, "backward"):
+    if t.device is not None and grad_device(t.device) is not None:
         t = t.detach()
     return t.numpy()
 

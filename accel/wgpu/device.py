@@ -11,6 +11,7 @@ from array import array
 
 from ember import dtypes
 from ember.backend import Backend
+from ember.ops import RING_OPS, ROUNDING
 from ember.errors import DTypeError
 
 from . import codegen, ops
@@ -27,7 +28,7 @@ _F32_PACK = struct.Struct("<f").pack
 _F32_BITS = struct.Struct("<I").unpack
 _I32 = (-(1 << 31), (1 << 31) - 1)
 _I64 = (-(1 << 63), (1 << 63) - 1)
-_RING = ("add", "sub", "mul", "and", "or", "xor")  # exact modulo 2^64: wide scalars may wrap first
+_RING = RING_OPS  # exact modulo 2^64: wide scalars may wrap first
 VEC4_MIN = 1 << 16  # elementwise ops on this many contiguous elements read and write vec4s
 VEC4_PER_THREAD = 1
 
@@ -384,7 +385,7 @@ class Wgpu(Backend):
 
     def unary(self, op, x):
         dtype = x.dtype
-        if dtype.kind != "f" and op in ("floor", "ceil", "round", "trunc"):
+        if dtype.kind != "f" and op in ROUNDING:
             return x
         refs = sys.getrefcount(x)
         rec = self._recipe("u", op, dtype)

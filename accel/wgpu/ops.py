@@ -8,6 +8,7 @@ rounds once to the dtype, as the Cpu backend computes in double and rounds. Inte
 i32 (int8, int32) or i64 and wrap; int8 results wrap to 8 bits when stored.
 """
 from ember import dtypes
+from ember.ops import ROUNDING
 
 FLOAT_FUNCS = {
     "exp": "m_exp", "log": "m_log", "sin": "m_sin", "cos": "m_cos", "tan": "m_tan", "asin": "m_asin",
@@ -18,7 +19,7 @@ FLOAT_FUNCS = {
 _FUNC_LIB = {"m_sin": "m_trig", "m_cos": "m_trig", "m_tan": "m_trig", "m_acos": "m_asin",
              "m_sinh": "m_hyper", "m_cosh": "m_hyper", "m_tanh": "m_hyper", "m_rsqrt": "m_sqrt",
              "m_floordiv": "m_fmod", "m_mod": "m_fmod", "m_atan2": "m_atan"}
-_ROUNDING = ("floor", "ceil", "round", "trunc")
+_ROUNDING = ROUNDING
 _COMPARE = {"eq": "(%s == %s)", "ne": "!(%s == %s)", "lt": "(%s < %s)", "le": "(%s <= %s)",
             "gt": "(%s > %s)", "ge": "(%s >= %s)"}
 

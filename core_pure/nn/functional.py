@@ -1,7 +1,7 @@
 """Stateless neural-network ops, composed from primitives (each replaceable per backend)."""
 from .. import dtypes
 from ..composite import composite
-from ..elementwise import same_device
+from ..elementwise import relu, same_device  # noqa: F401  (relu is a core composite; F.relu is it)
 from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
 from ..shapes import conv_out_size, dim as _dim
 from ..tensor import Tensor
@@ -20,12 +20,6 @@ def _upcast(x):
 
 def _down(out, dtype):
     return out if dtype is None else out.to(dtype)
-
-
-@composite
-def relu(x):
-    """max(x, 0), elementwise (nan stays nan)."""
-    return x.maximum(0)
 
 
 @composite
@@ -740,3 +734,10 @@ def kl_div(input, target, reduction="mean", log_target=False):
     if reduction == "batchmean":
         return loss.sum() / (input.shape[0] if input.shape else 1)
     return _reduce_loss(loss, reduction, "kl_div")
+
+
+# Where the C kernels load, the C-backed Cpu runs some of these as fused kernels (nn/fused_c.py).
+from ..backends.cpu import ckernels as _ckernels  # noqa: E402
+
+if _ckernels.available():
+    from . import fused_c  # noqa: E402, F401

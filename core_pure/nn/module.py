@@ -24,7 +24,8 @@ order, a ``ModuleDict``'s in insertion order). Names and their order follow PyTo
 """
 from .. import dtypes
 from ..errors import ArgumentError, ArgumentTypeError, RecordError
-from ..tensor import Tensor
+from ..backend import grad_device
+from ..tensor import Tensor, grad_node
 
 _counter = [0]
 
@@ -91,13 +92,12 @@ class Param:
 
 def _as_leaf(t, id, requires_grad):
     """``t`` as a parameter holds it: on a recording device, a leaf keyed by ``id`` (or detached)."""
-    dev = t.device
-    if not hasattr(dev, "require_grad") or t.dtype.kind != "f":
+    if grad_device(t.device) is None or t.dtype.kind != "f":
         return t
-    node = getattr(t._data, "node", None)
+    node = grad_node(t)
     if not requires_grad:
         return t.detach() if node is not None else t
-    if node is not None and node.id == id and node.backward is None:
+    if node is not None and node.id == id and node.is_leaf:
         return t
     return t.require_grad(id=id)
 

@@ -347,3 +347,20 @@ def test_accel_exports():
     assert "NumPy" in dir(ember.accel)
     with pytest.raises(AttributeError):
         ember.accel.NoSuchThing  # noqa: B018
+
+
+def test_the_core_reaches_numpy_through_the_interop_hook():
+    """tensor.py never imports ember.accel: a fresh interpreter that imports only ember still gets
+    np.asarray(t) and t.numpy(), through ember.interop importing the default module on first use."""
+    import subprocess
+    import sys
+    code = ("import sys, numpy as np, ember\n"
+            "assert not any(k.startswith('ember.accel') for k in sys.modules)\n"
+            "a = np.asarray(ember.ones(2)); assert a.tolist() == [1.0, 1.0]\n"
+            "assert ember.tensor([3]).numpy().tolist() == [3]\n"
+            "assert 'ember.accel.numpy.interop' in sys.modules\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    import inspect
+    source = inspect.getsource(sys.modules["ember.tensor"])
+    assert "import ember.accel" not in source and "from ember.accel" not in source
+    assert "nn.functional" not in source

@@ -17,7 +17,7 @@ from harness.check import assert_close
 
 pytestmark = pytest.mark.filterwarnings("ignore:reduction. .mean. divides")
 
-INNER = backends.available()
+INNER = backends.plain()
 IDS = [name for name, _ in INNER]
 RTOL, ATOL = 1e-9, 1e-11
 

@@ -3,6 +3,8 @@
 CI states which backends it provides with ``EMBER_REQUIRE_BACKENDS`` (read by conftest.py): a
 required backend that is unavailable fails the run instead of being skipped silently.
 """
+import sys
+
 import ember
 
 
@@ -38,14 +40,28 @@ def _wgpu():
     return Wgpu()  # RuntimeError when no adapter is found
 
 
+def _autodiff(factory):
+    # Autodiff over another backend: the whole suite runs through the decorator, recording nothing
+    # (no tensor requires grad), so every primitive's shape, dtype and value must pass through unchanged
+    def make():
+        from ember.accel.autodiff import Autodiff
+        return Autodiff(factory())
+    return make
+
+
 # (name, factory): a factory returns a device or raises ImportError/RuntimeError saying why not.
-# Later issues append here: cpu-c (C kernels), numpy, wgpu, autodiff(...).
+# Names stay plain (no parentheses) so that pytest -k can select them.
 REGISTRY = [
     ("cpu", _cpu),
     ("cpu-c", _cpu_c),
     ("numpy", _numpy),
     ("wgpu", _wgpu),
 ]
+if sys.implementation.name != "micropython":  # ember.accel is CPython only: not a MicroPython backend
+    REGISTRY += [
+        ("autodiff-cpu", _autodiff(_cpu)),
+        ("autodiff-cpu-c", _autodiff(_cpu_c)),
+    ]
 
 _cache = {}
 
@@ -66,6 +82,13 @@ def _probe():
 def available():
     """[(name, device)] for every backend that works here."""
     return _probe()["ok"]
+
+
+def plain():
+    """[(name, device)] for the available backends that are no decorators: what a test that wraps
+    devices itself (``Autodiff(inner)``) takes as its inner devices."""
+    from ember.backend import Decorator
+    return [(n, d) for n, d in available() if not isinstance(d, Decorator)]
 
 
 def unavailable():

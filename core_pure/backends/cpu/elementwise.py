@@ -1,7 +1,7 @@
 """Elementwise primitives of the Cpu backend: unary, binary, where, cast."""
 import math
 
-from ... import dtypes
+from ... import dtypes, ops
 from . import scalar as S
 from .array import CpuArray, numel, values
 from . import storage
@@ -38,7 +38,7 @@ _FLOAT_UNARY = {
     "sign": (S.fsign, None),
 }
 _INT_UNARY = {"neg": S.neg, "abs": abs, "sign": S.sign, "bitwise_not": S.bitwise_not}
-_IDENTITY_ON_INT = ("floor", "ceil", "round", "trunc")
+_IDENTITY_ON_INT = ops.ROUNDING
 _TO_BOOL = {"isnan": S.isnan, "isinf": S.isinf, "logical_not": S.logical_not}
 
 
@@ -110,7 +110,7 @@ _INT_BINARY = {
     "lshift": (S.lshift, None),
     "rshift": (S.rshift, None),
 }
-_COMPARE = {name: S._binop(name) for name in ("eq", "ne", "lt", "le", "gt", "ge")}
+_COMPARE = {name: S._binop(name) for name in ops.COMPARISONS}
 _BOOL_BINARY = {"and": _INT_BINARY["and"][0], "or": _INT_BINARY["or"][0], "xor": _INT_BINARY["xor"][0],
                 "maximum": _INT_BINARY["or"][0], "minimum": _INT_BINARY["and"][0]}
 
