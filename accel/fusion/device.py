@@ -60,6 +60,12 @@ class Fusion(Decorator):
     def unwrap(self, a):
         return realize(self, a.node)
 
+    def run_composite(self, name, args, kwargs):
+        """Composites run as their primitives, which Fusion records and fuses (a fused kernel of the
+        device below, such as the C Cpu's gelu, would be one more kernel the chain cannot join)."""
+        from ember.composite import COMPOSITES
+        return COMPOSITES[name](*args, **kwargs)
+
     def synchronize(self):
         """Run every recorded op now (and wait for the inner device when it can)."""
         self.flush()
