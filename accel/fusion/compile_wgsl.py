@@ -32,7 +32,8 @@ from ember.accel.wgpu import autotune, codegen, ops, wgsl_lib
 from ember.accel.wgpu import matmul_kernels as mk
 from ember.accel.wgpu.arrays import coalesce, contiguous_strides, numel
 
-from .ir import MatmulKernel, Reduce
+from . import wgsl_fast
+from .ir import Reduce
 
 WG = 256  # threads per workgroup
 VEC = 2  # vec4s per thread in the contiguous flat kernel
@@ -83,8 +84,11 @@ class Expressions:
     computes the ``targets`` nodes from its parameters (loads ``l<k>``, row values ``r<j>``,
     ``acc``), each value in its dtype's storage type, as the primitives would store it."""
 
-    def __init__(self, dev, kernel, zero_word=2):
+    def __init__(self, dev, kernel, zero_word=2, fast=True):
         self.dev = dev
+        self.fast = fast and dev.rt.has_f64  # float32 fast paths (wgsl_fast.py) replace f64 routes
+        self.fast_div = self.fast and fused_fma(dev)
+        self.extra = {}  # helper name -> WGSL (fast paths)
         self.zero = zero_word  # a parameter word that is always 0 (the rounding barrier's)
         self.kernel = kernel
         self.nodes = kernel.nodes
@@ -138,12 +142,20 @@ class Expressions:
             src = _dtype(self.nodes[n[3]][1])
             if src.kind != "f" and n[2] in ("floor", "ceil", "round", "trunc"):
                 return self.stored(n[3])
+            if self.fast and n[2] == "erf" and dt == "float32":
+                self.extra["erf32"] = wgsl_fast.ERF32
+                return "erf32(%s)" % self.stored(n[3])
             rec = ops.unary_recipe(n[2], src, rt.has_f64, rt.has_i64)
             expr = rec.fn(self.operand(n[3], rec.ct))
         elif kind == "binary":
             x, y = n[3], n[4]
             src = _dtype(self.nodes[y if self.nodes[x][0] == "const" else x][1])
             rec = ops.binary_recipe(n[2], src, rt.has_f64, rt.has_i64)
+            if (self.fast_div and n[2] == "div" and dt == "float32" and self.nodes[y][0] == "const"
+                    and self.nodes[x][0] != "const"):
+                fast = self._divide(rec, x, float(self.nodes[y][2]))
+                if fast is not None:
+                    return fast
             expr = rec.fn(self.operand(x, rec.ct), self.operand(y, rec.ct))
         else:
             raise ValueError("fusion: unknown node %r" % (n,))
@@ -159,6 +171,24 @@ class Expressions:
             else:
                 out = "bitcast<f64>(bitcast<u64>(%s) ^ u64(pw(%du)))" % (out, self.zero)
         return out
+
+    def _divide(self, rec, x, c):
+        """``v_x / c`` through wgsl_fast's float32 steps, or None where they do not hold for c."""
+        d = wgsl_fast.divisor(c)
+        if d is None:
+            return None
+        name = "divc_%016x" % struct.unpack("<Q", struct.pack("<d", c))[0]
+        if name not in self.extra:
+            store, libs = ops.store(rec.ct, dtypes.float32, "f32")
+            self.libs.update(rec.libs)
+            self.libs.update(libs)
+            unfused = store.format(rec.fn(ops.load("f32", rec.ct).format("x"), literal(c, rec.ct)))
+            self.extra[name] = wgsl_fast.divc_source(name, c, d, unfused)
+        return "%s(%s)" % (name, self.stored(x))
+
+    def prelude(self):
+        """The library functions the generated nodes call (after every ``function``)."""
+        return wgsl_lib.lib(self.libs) + "".join(self.extra[k] for k in sorted(self.extra))
 
     def _cast(self, n):
         src, dst = _dtype(self.nodes[n[2]][1]), _dtype(n[1])
@@ -209,6 +239,28 @@ class Expressions:
             struct_src, head, name, "".join(body), name, ", ".join(outs))
 
 
+_FUSED_FMA = {}
+
+
+def fused_fma(dev):
+    """Whether WGSL ``fma`` rounds once on this adapter (one probe dispatch and read per adapter:
+    ``fma(a, a, -b)`` with a = 1 + 2^-12, b = 1 + 2^-11 is 2^-24 fused, 0 when rounded twice)."""
+    rt = dev.rt
+    if rt.label in _FUSED_FMA:
+        return _FUSED_FMA[rt.label]
+    src = (_header(dev, ["f32"], 0) + "@compute @workgroup_size(1)\nfn main() {\n"
+           "  b0[0] = fma(bitcast<f32>(pw(0u)), bitcast<f32>(pw(0u)), -bitcast<f32>(pw(1u)));\n}\n")
+    try:
+        entry = rt.pipeline(("fusion", "fma probe"), lambda: src, 1)
+        out = dev._alloc((1,), dtypes.float32)
+        rt.dispatch(entry, [out.block.buffer], [_f32_bits(1 + 2.0 ** -12), _f32_bits(1 + 2.0 ** -11)], 1)
+        ok = dev.to_list(out)[0] == 2.0 ** -24
+    except Exception:  # no answer: the f64 route is always right
+        ok = False
+    _FUSED_FMA[rt.label] = ok
+    return ok
+
+
 def _operands(n):
     kind = n[0]
     if kind == "unary":
@@ -250,9 +302,13 @@ class WgslCompiler:
     >>> [out] = c.run(kernel, (1024,), [(x, (1,), 0)])   # x a WArray; out a fresh WArray
     """
 
-    def __init__(self, device):
+    def __init__(self, device, fast=True):
         self.dev = device
         self.rt = device.rt
+        # float32 ``x / const`` and ``erf`` in float32 (wgsl_fast.py); the division's steps need
+        # an fma that rounds once, which Vulkan does not promise (lavapipe's rounds twice)
+        self.fast = bool(fast) and self.rt.has_f64
+        self.fused_fma = self.fast and fused_fma(device)
         self._sources = {}  # (kernel key, specialisation) -> WGSL
 
     # -- the contract -----------------------------------------------------------------------------
@@ -330,7 +386,7 @@ class WgslCompiler:
         """The pipeline of ``build(readonly)``: inputs bind read-only unless an input's buffer is
         also written (a pool page shared with an output): WebGPU forbids both uses in one pass."""
         readonly = nin if not set(buffers[:nin]) & set(buffers[nin:]) else 0
-        key = ("fusion", kernel.key, spec, readonly)
+        key = ("fusion", kernel.key, spec, readonly, self.fast)
         entry = self.rt._pipelines.get(key)
         if entry is None:
             entry = self.rt.pipeline(key, lambda: self._remember(key, build(readonly)), len(buffers), readonly)
@@ -347,7 +403,7 @@ class WgslCompiler:
     def _flat_source(self, kernel, readonly=0):
         """The flat kernel over any strides: the space coalesced to ``nd`` dims; words 4.. its
         sizes, then per input its offset and strides, then each output's offset."""
-        ex = Expressions(self.dev, kernel)
+        ex = Expressions(self.dev, kernel, fast=self.fast)
         nin = len(kernel.inputs)
         targets = [o for o, _ in kernel.outputs]
         used = ex.loads(targets)
@@ -359,18 +415,18 @@ class WgslCompiler:
         for k in used:
             s.append("  var o%d = pi(%du);\n" % (k, base + (R + 1) * k))
         s.append("  var rem = i;\n  for (var d = nd; d > 0u; d = d - 1u) {\n"
-                 "    let n = pw(3u + d);\n    let c = i32(rem %% n);\n    rem = rem / n;\n")
+                 "    let n = pw(3u + d);\n    let c = i32(rem % n);\n    rem = rem / n;\n")
         for k in used:
             s.append("    o%d = o%d + c * pi(%du + d);\n" % (k, k, base + (R + 1) * k))
         s.append("  }\n")
         args = ", ".join("b%d[u32(o%d)]" % (k, k) for k in used)
         s.append(_store_outputs(targets, "f(%s)" % args, lambda m: "b%d[pw(%du) + i]" % (nin + m, base + (R + 1) * nin + m)))
-        return "".join([_header(self.dev, types, readonly), wgsl_lib.lib(ex.libs), fn, _ENTRY % WG] + s + ["}\n"])
+        return "".join([_header(self.dev, types, readonly), ex.prelude(), fn, _ENTRY % WG] + s + ["}\n"])
 
     def _contig_source(self, kernel, scalar, vec, readonly=0):
         """Inputs contiguous over the space, or broadcast scalars (``scalar[k]``); ``vec``: vec4s
         per thread (0: one element per thread)."""
-        ex = Expressions(self.dev, kernel)
+        ex = Expressions(self.dev, kernel, fast=self.fast)
         nin = len(kernel.inputs)
         targets = [o for o, _ in kernel.outputs]
         used = ex.loads(targets)
@@ -382,7 +438,7 @@ class WgslCompiler:
             s = ["  let i = gid * %du + lid;\n  if (i >= pw(0u)) { return; }\n" % WG]
             args = ", ".join(("b%d[pw(%du)]" if scalar[k] else "b%d[pw(%du) + i]") % (k, 4 + k) for k in used)
             s.append(_store_outputs(targets, "f(%s)" % args, lambda m: "b%d[pw(%du) + i]" % (nin + m, 4 + nin + m)))
-            return "".join([_header(self.dev, types, readonly), wgsl_lib.lib(ex.libs), fn, _ENTRY % WG] + s + ["}\n"])
+            return "".join([_header(self.dev, types, readonly), ex.prelude(), fn, _ENTRY % WG] + s + ["}\n"])
         types = [t if scalar[k] else "vec4<%s>" % t for k, t in enumerate(in_types)] + ["vec4<%s>" % t for t in out_types]
         # words: 0 = elements, 3 = vec4s; offsets of inputs at 4 + k (in elements for scalars, in
         # vec4s otherwise), of outputs after them (vec4s)
@@ -413,7 +469,7 @@ class WgslCompiler:
                          "      for (var c = 0u; q%d * 4u + c < pw(0u); c = c + 1u) { %s[c] = y%d[c]; }\n    }\n"
                          % (ref, m, r, ref, m))
             s.append("  }\n")
-        return "".join([_header(self.dev, types, readonly), wgsl_lib.lib(ex.libs), fn, _ENTRY % WG] + s + ["}\n"])
+        return "".join([_header(self.dev, types, readonly), ex.prelude(), fn, _ENTRY % WG] + s + ["}\n"])
 
     def _run_flat(self, kernel, space, inputs, outs):
         n = numel(space)
@@ -468,7 +524,7 @@ class WgslCompiler:
         """One workgroup per row. Words: 0 rows, 1 dims of the row space, 2 zero, 3 row length,
         4.. the row space's sizes, then per input (offset, step along the row, strides), per map
         output the same, per per-row output its offset."""
-        ex = Expressions(self.dev, kernel)
+        ex = Expressions(self.dev, kernel, fast=self.fast)
         nin = len(kernel.inputs)
         R = kernel.rank
         S = R + 1  # words per strided operand: offset, step along the row, R - 1 strides
@@ -510,7 +566,7 @@ class WgslCompiler:
         for k in strided:
             s.append("  var o%d = pi(%du);\n  let t%d = pi(%du);\n" % (k, slot[k], k, slot[k] + 1))
         s.append("  var rem = row;\n  for (var d = nd; d > 0u; d = d - 1u) {\n"
-                 "    let n = pw(3u + d);\n    let c = i32(rem %% n);\n    rem = rem / n;\n")
+                 "    let n = pw(3u + d);\n    let c = i32(rem % n);\n    rem = rem / n;\n")
         for k in strided:
             s.append("    o%d = o%d + c * pi(%du + d);\n" % (k, k, slot[k] + 1))
         s.append("  }\n")
@@ -548,7 +604,7 @@ class WgslCompiler:
             s.append("  if (lid == 0u) {\n")
             s.append(_store_outputs(row_outs, "frow(%s)" % args, lambda m: "b%d[pw(%du) + row]" % (idx[m], rslot[idx[m]]), "    "))
             s.append("  }\n")
-        return "".join([_header(self.dev, types, readonly), wgsl_lib.lib(ex.libs)] + shared + src_fns
+        return "".join([_header(self.dev, types, readonly), ex.prelude()] + shared + src_fns
                        + [_ENTRY % WG] + s + ["}\n"])
 
     def _run_rows(self, kernel, space, inputs, outs):
@@ -651,7 +707,7 @@ class WgslCompiler:
         epi.fill(words, nb, [self._base(o, 0) for o in outs])
         groups = ((n + v.bn - 1) // v.bn, (m + v.bm - 1) // v.bm, numel(batch))
         extra = epi.buffers(outs)
-        key = ("fusion-mm", v.name, kernel.key, "f32")  # [2:] names the split-K finalize kernel
+        key = ("fusion-mm", v.name, (kernel.key, self.fast), "f32")  # [2:] names the split-K finalize kernel
         build = lambda: self._remember(key, mk._simt_source(v, dtype, "f32", epi))  # noqa: E731
         mk._run_split(dev, key, v, build, epi, dtype, "f32",
                       [a.block.buffer, b.block.buffer, outs[0].block.buffer], words, groups, m, n, K, extra)
@@ -660,7 +716,7 @@ class WgslCompiler:
     def _direct_matmul_source(self, kernel, readonly=0):
         """One thread per output element: ``acc`` sums over K as the direct matmul primitive does
         (float in f64, integers in i64, rounded once), then the epilogue."""
-        ex = Expressions(self.dev, kernel)
+        ex = Expressions(self.dev, kernel, fast=self.fast)
         nin = len(kernel.inputs)
         targets = [o for o, _ in kernel.outputs]
         acc_dt = _dtype(kernel.acc_dtype)
@@ -676,7 +732,7 @@ class WgslCompiler:
         for k in range(nin):
             s.append("  var o%d = pi(%du);\n" % (k, base + S * k))
         s.append("  var rem = i;\n  for (var d = nd; d > 0u; d = d - 1u) {\n"
-                 "    let n = pw(3u + d);\n    let c = i32(rem %% n);\n    rem = rem / n;\n")
+                 "    let n = pw(3u + d);\n    let c = i32(rem % n);\n    rem = rem / n;\n")
         for k in range(nin):
             s.append("    o%d = o%d + c * pi(%du + d);\n" % (k, k, base + S * k))
         s.append("  }\n")
@@ -691,7 +747,7 @@ class WgslCompiler:
         s.append("  let acc = %s;\n" % store.format("sum"))
         args = ", ".join(["b%d[u32(o%d)]" % (k, k) for k in epi_in] + ["acc"])
         s.append(_store_outputs(targets, "f(%s)" % args, lambda m: "b%d[pw(%du) + i]" % (nin + m, base + S * nin + m)))
-        return "".join([_header(self.dev, types, readonly), wgsl_lib.lib(ex.libs), fn, _ENTRY % WG] + s + ["}\n"])
+        return "".join([_header(self.dev, types, readonly), ex.prelude(), fn, _ENTRY % WG] + s + ["}\n"])
 
     def _run_direct_matmul(self, kernel, space, K, inputs, outs):
         """Words as the strided flat kernel, with a's strides over (..., M, N, K) = (.., sm, 0,
@@ -806,7 +862,7 @@ class _Epilogue(mk._MatmulFlavor):
         self.compiler = compiler
         self.kernel = kernel
         self.inputs = inputs
-        self.ex = Expressions(compiler.dev, kernel, zero_word=28)
+        self.ex = Expressions(compiler.dev, kernel, zero_word=28, fast=compiler.fast)
         targets = [o for o, _ in kernel.outputs]
         self.epi_in = self.ex.loads(targets)
         params = [("l%d" % k, self.ex.st(kernel.inputs[k])) for k in self.epi_in] + [("acc", "f32")]
@@ -824,7 +880,7 @@ class _Epilogue(mk._MatmulFlavor):
         return lines
 
     def helpers(self):
-        return wgsl_lib.lib(self.ex.libs) + self.fn
+        return self.ex.prelude() + self.fn
 
     def fill(self, words, nb, out_bases):
         for j, k in enumerate(self.epi_in):
