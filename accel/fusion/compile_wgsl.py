@@ -2,10 +2,14 @@
 
 Every node is computed exactly as the unfused primitive computes it (ops.py's recipes: the same
 compute type, WGSL expression and rounding to the dtype's storage), and its value is kept as the
-primitive would store it; so a fused chain gives the unfused chain's values bit for bit. A float
-product that feeds an add or a subtract passes a rounding barrier (an xor with a parameter word
-that is always 0): a shader compiler may otherwise contract ``a * b + c`` into one fma, which
-rounds once where the primitives round twice.
+primitive would store it. The primitives' kernels read every operand from memory, so the shader
+compiler cannot fold across ops; here each node's value and each constant pass through an xor with
+a parameter word that is always 0, which the compiler cannot see through: no ``x - x -> 0``
+(isfinite's ``(x - x) == 0``), no ``x + 0 -> x``, no fma contraction of ``a * b + c``, no
+reassociation of constants, and none of a driver's own folding mistakes across ops (lavapipe gets
+``i64(x) < 0`` wrong for a negative i32 ``x`` when it sees the conversion). So a fused chain gives
+the unfused chain's values bit for bit (except where wgsl_fast.py's float32 paths are used:
+``x / const`` exactly, ``erf`` within tolerance).
 
 Three kernel shapes:
 
@@ -23,6 +27,7 @@ epilogue at their store step (the autotuner's variant for the shape), or through
 Sizes, strides and offsets travel in the dispatch's parameter words, so another batch size reuses
 the pipeline: a pipeline is cached by the kernel's key and its specialisation.
 """
+import os
 import re
 import struct
 
@@ -36,7 +41,9 @@ from . import wgsl_fast
 from .ir import Reduce
 
 WG = 256  # threads per workgroup
-VEC = 2  # vec4s per thread in the contiguous flat kernel
+# vec4s per thread in the contiguous flat kernel, all loaded before the first store
+# (bench/gpu.py --only fusion reports the figure of 1, 2 and 4 on the real GPU)
+VEC = int(os.environ.get("EMBER_FUSION_VEC", "2"))
 WORDS = 64  # parameter words per dispatch
 _MASK = 0xFFFFFFFF
 _REDUCE_IDENTITY = {"sum": "0", "prod": "1"}
@@ -94,33 +101,40 @@ class Expressions:
         self.nodes = kernel.nodes
         self.rt = dev.rt
         self.libs = set()
-        consumers = [[] for _ in self.nodes]
-        for i, n in enumerate(self.nodes):
-            for j in _operands(n):
-                consumers[j].append(n)
-        # float products read by + or -: a barrier keeps them rounded (no fma contraction)
-        self.barrier = set()
-        for i, n in enumerate(self.nodes):
-            if (n[0] == "binary" and n[2] == "mul" and n[1] in ("float32", "float64")
-                    and any(c[0] == "binary" and c[2] in ("add", "sub") for c in consumers[i])):
-                self.barrier.add(i)
 
     def st(self, dtype_name):
         return self.dev.storage[_dtype(dtype_name)].wgsl
 
-    def operand(self, j, ct):
+    def opaque(self, expr, wgsl):
+        """``expr`` through an xor with the always-0 parameter word: a value the shader compiler
+        cannot see into, so it folds nothing across it (no ``x - x -> 0``, no ``x + 0 -> x``, no
+        fma contraction of a product and a sum): each node rounds as its primitive does."""
+        z = "pw(%du)" % self.zero
+        if wgsl in ("f32", "i32"):
+            return "bitcast<%s>(bitcast<u32>(%s) ^ %s)" % (wgsl, expr, z)
+        if wgsl == "u32":
+            return "(%s ^ %s)" % (expr, z)
+        if wgsl in ("f64", "i64") and self.rt.has_i64:
+            return "bitcast<%s>(bitcast<u64>(%s) ^ u64(%s))" % (wgsl, expr, z)
+        return expr
+
+    def operand(self, j, ct, again=False):
         """Node ``j`` read as compute type ``ct`` (a constant in ``ct``'s own precision, as the
-        primitives take a Python scalar)."""
+        primitives take a Python scalar). ``again``: the node is the op's other operand too; the
+        primitive reads it twice from memory, so here it is a second, opaque value."""
         n = self.nodes[j]
         if n[0] == "const":
-            return literal(n[2], ct)
-        return ops.load(self.st(n[1]), ct).format("v%d" % j)
+            return self.opaque(literal(n[2], ct), ct)
+        v = "v%d" % j
+        if again:
+            v = self.opaque(v, self.st(n[1]))
+        return ops.load(self.st(n[1]), ct).format(v)
 
     def stored(self, j):
         """Node ``j`` in its storage type."""
         n = self.nodes[j]
         if n[0] == "const":
-            return literal(dtypes.round_values([n[2]], _dtype(n[1]))[0], self.st(n[1]))
+            return self.opaque(literal(dtypes.round_values([n[2]], _dtype(n[1]))[0], self.st(n[1])), self.st(n[1]))
         return "v%d" % j
 
     def value(self, i):
@@ -135,28 +149,30 @@ class Expressions:
         if kind == "acc":
             return "acc"
         if kind == "where":
-            return "select(%s, %s, %s != 0u)" % (self.stored(n[4]), self.stored(n[3]), self.stored(n[2]))
+            return self.opaque("select(%s, %s, %s != 0u)" % (self.stored(n[4]), self.stored(n[3]), self.stored(n[2])),
+                               self.st(dt))
         if kind == "cast":
-            return self._cast(n)
+            return self.opaque(self._cast(n), self.st(dt))
         if kind == "unary":
             src = _dtype(self.nodes[n[3]][1])
             if src.kind != "f" and n[2] in ("floor", "ceil", "round", "trunc"):
                 return self.stored(n[3])
             if self.fast and n[2] == "erf" and dt == "float32":
                 self.extra["erf32"] = wgsl_fast.ERF32
-                return "erf32(%s)" % self.stored(n[3])
+                return self.opaque("erf32(%s)" % self.stored(n[3]), "f32")
             rec = ops.unary_recipe(n[2], src, rt.has_f64, rt.has_i64)
             expr = rec.fn(self.operand(n[3], rec.ct))
         elif kind == "binary":
             x, y = n[3], n[4]
             src = _dtype(self.nodes[y if self.nodes[x][0] == "const" else x][1])
             rec = ops.binary_recipe(n[2], src, rt.has_f64, rt.has_i64)
-            if (self.fast_div and n[2] == "div" and dt == "float32" and self.nodes[y][0] == "const"
-                    and self.nodes[x][0] != "const"):
+            if (self.fast and n[2] == "div" and dt == "float32" and self.nodes[y][0] == "const"
+                    and self.nodes[x][0] != "const"
+                    and (self.fast_div or wgsl_fast.power_of_two(float(self.nodes[y][2])))):
                 fast = self._divide(rec, x, float(self.nodes[y][2]))
                 if fast is not None:
                     return fast
-            expr = rec.fn(self.operand(x, rec.ct), self.operand(y, rec.ct))
+            expr = rec.fn(self.operand(x, rec.ct), self.operand(y, rec.ct, again=x == y))
         else:
             raise ValueError("fusion: unknown node %r" % (n,))
         if rec.out.name != dt:
@@ -164,13 +180,7 @@ class Expressions:
         self.libs.update(rec.libs)
         store, libs = ops.store(rec.ct, rec.out, self.st(dt), rec.is_bool_expr)
         self.libs.update(libs)
-        out = store.format(expr)
-        if i in self.barrier and rt.has_i64:
-            if dt == "float32":
-                out = "bitcast<f32>(bitcast<u32>(%s) ^ pw(%du))" % (out, self.zero)
-            else:
-                out = "bitcast<f64>(bitcast<u64>(%s) ^ u64(pw(%du)))" % (out, self.zero)
-        return out
+        return self.opaque(store.format(expr), self.st(dt))
 
     def _divide(self, rec, x, c):
         """``v_x / c`` through wgsl_fast's float32 steps, or None where they do not hold for c."""
@@ -184,7 +194,7 @@ class Expressions:
             self.libs.update(libs)
             unfused = store.format(rec.fn(ops.load("f32", rec.ct).format("x"), literal(c, rec.ct)))
             self.extra[name] = wgsl_fast.divc_source(name, c, d, unfused)
-        return "%s(%s)" % (name, self.stored(x))
+        return self.opaque("%s(%s)" % (name, self.stored(x)), "f32")
 
     def prelude(self):
         """The library functions the generated nodes call (after every ``function``)."""
@@ -341,7 +351,7 @@ class WgslCompiler:
             if per_row:
                 shape = space[:kernel.dim] + (1,) + space[kernel.dim + 1:]
             outs.append(self.dev._alloc(shape, _dtype(kernel.nodes[node][1])))
-        if numel(space) == 0:
+        if all(numel(o.shape) == 0 for o in outs):
             return outs
         if kernel.dim is None:
             self._run_flat(kernel, space, inputs, outs)
@@ -830,7 +840,7 @@ def _identity(op, ct):
         return "1u" if big else "0u"
     if ct == "i32":
         return "bitcast<i32>(%s)" % ("0x7fffffffu" if big else "0x80000000u")
-    return "bitcast<i64>(%s)" % ("0x7fffffffffffffffu" if big else "0x8000000000000000lu")
+    return "bitcast<i64>(%s)" % ("0x7ffffffffffffffflu" if big else "0x8000000000000000lu")
 
 
 def _fold(acc, v, op, ct):

@@ -77,6 +77,24 @@ A backend that fuses provides ``compiler()`` returning an object with:
 
 ``run`` is where compiled code is cached (in memory by ``kernel.key``; on disk where compiling is
 slow: see ``cache.py``). It must not read anything back to the host.
+
+Decisions the compilers follow where the text above leaves room
+---------------------------------------------------------------
+
+- ``MatmulKernel``: ``run(kernel, space, inputs)`` gets ``space = (..., M, N, K)`` (the output space
+  and then K); there is no separate ``k`` argument.
+- A ``const`` stands for the Python scalar the primitive would have received: an op reads it at
+  the op's compute precision, as the primitives read a scalar operand (a float32 ``x / c`` divides
+  by the double ``c`` and rounds once, as ``binary("div", x, c)`` does); where a const is a value
+  of its own (a ``where`` branch, a cast's input, an output) it is rounded to its dtype.
+- ``layout(array)``'s offset counts elements from the start of the array's own storage (for
+  ``Wgpu``: its block of device memory, whatever buffer the block lives in).
+- A compiler may compute a float32 op in float32 where the primitive goes through float64, if the
+  result stays what the contract asks: bit for bit for ``/`` (the WGSL compiler's float32 division
+  by a constant is correctly rounded, which is the primitive's result), within the conformance
+  tolerance for transcendental functions (its float32 ``erf``, within 1.3 ulp).
+- Reduce phases fold in any order (a tree across threads): a max/min over equal values of
+  different zero signs may return either zero.
 """
 
 FLOATS = ("float32", "float64")

@@ -10,8 +10,8 @@ come up in nearly every fused activation and have float32 forms that keep their 
   checks that by running the float32 steps (emulated exactly in float64) over every significand
   of ``x`` in [1, 2), which covers every exponent in the window. Zero, inf and nan take ``q0``;
   other inputs (subnormal, extreme) take the unfused f64 route, so results are the unfused ones.
-- ``erf``: a float32 evaluation (odd polynomial below 1, ``1 - exp(P(|x|))`` up to 3.92, then 1)
-  within 1.2 ulp over the float32 range (checked against double-precision erf on a dense grid),
+- ``erf``: a float32 evaluation (odd polynomial below 1, ``1 - exp2(P(|x|))`` up to 3.92, then 1)
+  within 1.3 ulp over the float32 range (checked against double-precision erf on a dense grid),
   inside the conformance tolerance for transcendental functions (rtol 1e-6, atol 1e-7).
 """
 import math
@@ -21,9 +21,11 @@ _WINDOW = 100  # |x| and |x / c| within 2^-100 .. 2^100: no subnormal step, no o
 
 _ERF_Q = (0.12837916612625122, -0.3761262595653534, 0.11283600330352783, -0.02685444988310337,
           0.005189545452594757, -0.0008020922541618347, 7.889371045166627e-05)
-_ERF_LOG_ERFC = (0.00037345904274843633, -1.1304799318313599, -0.6313362121582031, -0.11062921583652496,
-                 0.02680407464504242, -0.00493204640224576, 0.0006470275111496449, -5.5193519074236974e-05,
-                 2.580633235993446e-06, -4.2224208129937324e-08)
+# log2(erfc(t)) on [1, 3.92]: the GPU's own exp2 (a few ulp) then costs at most 0.3 ulp of erf,
+# as erfc <= 0.16 there
+_ERF_LOG2_ERFC = (0.0004435105947777629, -1.6305149793624878, -0.9116346836090088, -0.15872715413570404,
+                  0.03807592764496803, -0.006854222156107426, 0.0008588324999436736, -6.624519301112741e-05,
+                  2.3544321265944745e-06)
 
 
 def _f(x):
@@ -41,17 +43,11 @@ ERF32 = """
 fn erf32(x: f32) -> f32 {
   let a = abs(x);
   let small = fma(x, %s, x);
-  let q = %s;
-  let k = round(q * 1.4426950408889634);
-  let r = fma(k, -1.428606765330187e-06, fma(k, -0.693145751953125, q));
-  let e = %s;
-  let big = 1.0 - e * bitcast<f32>(u32(clamp(i32(k) + 127, 1, 254)) << 23u);
-  let sign = bitcast<u32>(x) & 0x80000000u;
-  let far = bitcast<f32>(bitcast<u32>(select(big, 1.0, a >= 3.92)) | sign);
+  let big = 1.0 - exp2(%s);
+  let far = bitcast<f32>(bitcast<u32>(select(big, 1.0, a >= 3.92)) | (bitcast<u32>(x) & 0x80000000u));
   return select(far, small, a < 1.0);
 }
-""" % (_horner(_ERF_Q, "x * x"), _horner(_ERF_LOG_ERFC, "a"),
-       _horner([1.0 / math.factorial(n) for n in range(8)], "r"))
+""" % (_horner(_ERF_Q, "x * x"), _horner(_ERF_LOG2_ERFC, "a"))
 
 _DIVISORS = {}
 
@@ -136,10 +132,24 @@ def _quotient(np, xd, c):
     return t
 
 
+def power_of_two(c):
+    """Whether ``c`` is +-2^k: then ``x * (1 / c)`` is the quotient (no fma step)."""
+    return isinstance(c, float) and c != 0.0 and math.isfinite(c) and abs(math.frexp(c)[0]) == 0.5
+
+
 def divc_source(name, c, d, unfused):
     """WGSL ``fn name(x: f32) -> f32``: x / c as described above; ``unfused`` is the f64 route's
     expression on ``x``."""
     rc, ch, cl, lo, hi = d
+    if power_of_two(c):  # q0 is the quotient
+        return """
+fn %s(x: f32) -> f32 {
+  let q0 = x * %s;
+  let e = (bitcast<u32>(x) >> 23u) & 0xffu;
+  if ((e >= %du && e <= %du) || e == 255u || (bitcast<u32>(x) << 1u) == 0u) { return q0; }
+  return %s;
+}
+""" % (name, _f(rc), lo, hi, unfused)
     return """
 fn %s(x: f32) -> f32 {
   let q0 = x * %s;
