@@ -33,7 +33,7 @@ import struct
 
 from ember import dtypes
 
-from ember.accel.wgpu import autotune, codegen, ops, wgsl_lib
+from ember.accel.wgpu import autotune, ops, wgsl_lib
 from ember.accel.wgpu import matmul_kernels as mk
 from ember.accel.wgpu.arrays import coalesce, contiguous_strides, numel
 
@@ -334,7 +334,10 @@ class WgslCompiler:
         return True
 
     def source(self, kernel):
-        """The WGSL of the kernel's general (strided) form."""
+        """The WGSL this compiler last built for ``kernel`` (its general, strided form if none)."""
+        for key in reversed(list(self._sources)):
+            if kernel.key in (key[1], key[2][0] if type(key[2]) is tuple and key[2] else None):
+                return self._sources[key]
         if kernel.kind == "matmul":
             return self._direct_matmul_source(kernel)
         if kernel.dim is None:
@@ -361,7 +364,6 @@ class WgslCompiler:
 
     # -- checks -----------------------------------------------------------------------------------
     def _check(self, kernel):
-        dev = self.dev
         names = list(kernel.inputs) + [n[1] for n in kernel.nodes]
         for name in names:
             dt = _dtype(name)
@@ -378,6 +380,8 @@ class WgslCompiler:
         if kernel.kind == "matmul":
             if kernel.rank - 2 > mk.MAXB or len(kernel.inputs) - 2 > 4 or len(kernel.outputs) > 4:
                 raise ValueError("matmul epilogue too large")
+            if 4 + kernel.rank + (kernel.rank + 2) * len(kernel.inputs) + len(kernel.outputs) > WORDS:
+                raise ValueError("parameters do not fit")
             self._direct_matmul_source(kernel)
             return
         if kernel.dim is None:

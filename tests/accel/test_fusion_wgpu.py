@@ -10,7 +10,6 @@ import struct
 
 import pytest
 
-import ember
 from ember import dtypes
 from harness import backends
 
