@@ -296,10 +296,14 @@ def bench_fusion(dev, torch, np):
     OUT["fusion_fast_paths"] = comp.fast
     log("fusion: fma rounds once: %s; float32 fast paths: %s" % (comp.fused_fma, comp.fast))
     if torch is not None:
-        tx = torch.tensor(xs, device="cuda")
-        ty = torch.empty_like(tx)
-        OUT["copy_tbps"] = nbytes / torch_timed(torch, lambda: ty.copy_(tx), 20) / 1e12
-        log("torch device copy: %.3f TB/s" % OUT["copy_tbps"])
+        try:
+            tx = torch.tensor(xs, device="cuda")
+            ty = torch.empty_like(tx)
+            OUT["copy_tbps"] = nbytes / torch_timed(torch, lambda: ty.copy_(tx), 20) / 1e12
+            log("torch device copy: %.3f TB/s" % OUT["copy_tbps"])
+            del tx, ty
+        except Exception as e:
+            OUT["error_fusion_copy"] = "%s: %s" % (type(e).__name__, str(e)[:300])
     # the fused kernels alone, at each vec4-per-thread width (the compiler's own VEC is the default)
     xa = x._data
     widths = {}

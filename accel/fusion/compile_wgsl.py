@@ -18,7 +18,9 @@ Three kernel shapes:
   stored component by component); without 16-byte alignment, one element per thread;
 - flat, general: the space coalesced over every operand, each input addressed by its strides;
 - rows along ``dim``: one workgroup per row; each Reduce phase folds its node over the row
-  (threads stride the row, then a tree in workgroup memory), the Map phase writes the row.
+  (threads stride the row, then a tree in workgroup memory), the Map phase writes the row. Rows
+  of up to 2048 elements are read once: each thread keeps its elements in registers for every
+  phase (a softmax reads its input once, not three times).
 
 A ``MatmulKernel`` runs through the tiled matmul templates of ``matmul_kernels.py`` with an
 epilogue at their store step (the autotuner's variant for the shape), or through a direct kernel
@@ -534,10 +536,12 @@ class WgslCompiler:
         self.rt.dispatch(entry, buffers, [w & _MASK for w in words], (n + WG - 1) // WG)
 
     # -- row kernels ------------------------------------------------------------------------------
-    def _rows_source(self, kernel, readonly=0):
-        """One workgroup per row. Words: 0 rows, 1 dims of the row space, 2 zero, 3 row length,
-        4.. the row space's sizes, then per input (offset, step along the row, strides), per map
-        output the same, per per-row output its offset."""
+    def _rows_source(self, kernel, readonly=0, wg=WG, cache=0):
+        """One workgroup of ``wg`` threads per row. ``cache``: 0, each phase reads the row from
+        memory; else rows have at most ``wg * cache`` elements and each thread loads its
+        ``cache`` elements once, into registers, for every phase. Words: 0 rows, 1 dims of the
+        row space, 2 zero, 3 row length, 4.. the row space's sizes, then per input (offset, step
+        along the row, strides), per map output the same, per per-row output its offset."""
         ex = Expressions(self.dev, kernel, fast=self.fast)
         nin = len(kernel.inputs)
         R = kernel.rank
@@ -547,22 +551,19 @@ class WgslCompiler:
         row_outs = [o for o, per_row in kernel.outputs if per_row]
         reduces = [p for p in kernel.phases if type(p) is Reduce]
         rparams = [("r%d" % j, ex.st(p.dtype)) for j, p in enumerate(reduces)]
-        funcs = []
-        acc_types = []
-        for j, p in enumerate(reduces):
-            used = ex.loads([p.node])
-            funcs.append((used, "red%d" % j))
-            acc_types.append(_acc_ct(self.dev, _dtype(ex.nodes[p.node][1]), p.op))
+        red_used = [ex.loads([p.node]) for p in reduces]
+        map_used = ex.loads(map_outs) if map_outs else []
+        row_used = ex.loads(row_outs) if row_outs else []
         src_fns = []
         for j, p in enumerate(reduces):
-            used = funcs[j][0]
-            src_fns.append(ex.function("red%d" % j, [p.node], [("l%d" % k, ex.st(kernel.inputs[k])) for k in used] + rparams[:j]))
-        map_used = ex.loads(map_outs) if map_outs else []
+            params = [("l%d" % k, ex.st(kernel.inputs[k])) for k in red_used[j]] + rparams[:j]
+            src_fns.append(ex.function("red%d" % j, [p.node], params))
         if map_outs:
-            src_fns.append(ex.function("fmap", map_outs, [("l%d" % k, ex.st(kernel.inputs[k])) for k in map_used] + rparams))
-        row_used = ex.loads(row_outs) if row_outs else []
+            params = [("l%d" % k, ex.st(kernel.inputs[k])) for k in map_used] + rparams
+            src_fns.append(ex.function("fmap", map_outs, params))
         if row_outs:
-            src_fns.append(ex.function("frow", row_outs, [("l%d" % k, ex.st(kernel.inputs[k])) for k in row_used] + rparams))
+            params = [("l%d" % k, ex.st(kernel.inputs[k])) for k in row_used] + rparams
+            src_fns.append(ex.function("frow", row_outs, params))
         out_types = [ex.st(kernel.nodes[o][1]) for o, _ in kernel.outputs]
         types = [ex.st(t) for t in kernel.inputs] + out_types
         s = ["  let row = gid;\n  if (row >= pw(0u)) { return; }\n  let nd = pw(1u);\n  let L = pw(3u);\n"]
@@ -587,31 +588,46 @@ class WgslCompiler:
 
         def at(k, t):
             return "b%d[u32(o%d + i32(%s) * t%d)]" % (k, k, t, k)
+
+        def each(body):
+            """``body(t, load)`` for every element t of the row this thread takes; ``load(k)``
+            reads input k at t (from the registers when the row is cached)."""
+            if not cache:
+                return "  for (var t = lid; t < L; t = t + %du) {\n%s  }\n" % (wg, body("t", lambda k: at(k, "t")))
+            out = []
+            for c in range(cache):
+                t = "(lid + %du)" % (c * wg)
+                out.append("  if (%s < L) {\n%s  }\n" % (t, body(t, lambda k, c=c: "x%d_%d" % (k, c))))
+            return "".join(out)
+        if cache:
+            for k in sorted(set(sum(red_used, []) + map_used)):
+                st = ex.st(kernel.inputs[k])
+                for c in range(cache):
+                    t = "(lid + %du)" % (c * wg)
+                    s.append("  var x%d_%d: %s;\n  if (%s < L) { x%d_%d = %s; }\n" % (k, c, st, t, k, c, at(k, t)))
         shared = []
         for j, p in enumerate(reduces):
-            ct = acc_types[j]
-            shared.append("var<workgroup> part%d: array<%s, %d>;\n" % (j, ct, WG))
-            used = funcs[j][0]
-            node_st = ex.st(ex.nodes[p.node][1])
-            load = ops.load(node_st, ct)
-            call = "red%d(%s)" % (j, ", ".join([at(k, "t") for k in used] + ["r%d" % q for q in range(j)]))
+            ct = _acc_ct(self.dev, _dtype(ex.nodes[p.node][1]), p.op)
+            shared.append("var<workgroup> part%d: array<%s, %d>;\n" % (j, ct, wg))
+            load = ops.load(ex.st(ex.nodes[p.node][1]), ct)
             s.append("  var a%d = %s;\n" % (j, _identity(p.op, ct)))
-            s.append("  for (var t = lid; t < L; t = t + %du) {\n    let v = %s;\n    %s\n  }\n"
-                     % (WG, load.format(call), _fold("a%d" % j, "v", p.op, ct)))
+            s.append(each(lambda t, ld, j=j, p=p, ct=ct, load=load: "    let v = %s;\n    %s\n" % (
+                load.format("red%d(%s)" % (j, ", ".join([ld(k) for k in red_used[j]] + ["r%d" % q for q in range(j)]))),
+                _fold("a%d" % j, "v", p.op, ct))))
             s.append("  part%d[lid] = a%d;\n  workgroupBarrier();\n" % (j, j))
             s.append("  for (var h = %du; h > 0u; h = h >> 1u) {\n    if (lid < h) {\n"
                      "      var x = part%d[lid];\n      let v = part%d[lid + h];\n      %s\n      part%d[lid] = x;\n"
-                     "    }\n    workgroupBarrier();\n  }\n" % (WG // 2, j, j, _fold("x", "v", p.op, ct), j))
+                     "    }\n    workgroupBarrier();\n  }\n" % (wg // 2, j, j, _fold("x", "v", p.op, ct), j))
             store, libs = ops.store(ct, _dtype(p.dtype), ex.st(p.dtype))
             ex.libs.update(libs)
             ex.libs.update(_fold_libs(ct, p.op))
             s.append("  let r%d = %s;\n" % (j, store.format("part%d[0]" % j)))
         if map_outs:
             idx = {o: m for m, (o, pr) in enumerate(kernel.outputs) if not pr}
-            args = ", ".join([at(k, "t") for k in map_used] + ["r%d" % j for j in range(len(reduces))])
-            s.append("  for (var t = lid; t < L; t = t + %du) {\n" % WG)
-            s.append(_store_outputs(map_outs, "fmap(%s)" % args, lambda m: at(nin + idx[map_outs[m]], "t"), "    "))
-            s.append("  }\n")
+            rows = ["r%d" % j for j in range(len(reduces))]
+            s.append(each(lambda t, ld: _store_outputs(
+                map_outs, "fmap(%s)" % ", ".join([ld(k) for k in map_used] + rows),
+                lambda m: at(nin + idx[map_outs[m]], t), "    ")))
         if row_outs:
             idx = [nin + m for m, (o, pr) in enumerate(kernel.outputs) if pr]
             args = ", ".join([at(k, "0u") for k in row_used] + ["r%d" % j for j in range(len(reduces))])
@@ -619,7 +635,7 @@ class WgslCompiler:
             s.append(_store_outputs(row_outs, "frow(%s)" % args, lambda m: "b%d[pw(%du) + row]" % (idx[m], rslot[idx[m]]), "    "))
             s.append("  }\n")
         return "".join([_header(self.dev, types, readonly), ex.prelude()] + shared + src_fns
-                       + [_ENTRY % WG] + s + ["}\n"])
+                       + [_ENTRY % wg] + s + ["}\n"])
 
     def _run_rows(self, kernel, space, inputs, outs):
         dim = kernel.dim
@@ -655,7 +671,9 @@ class WgslCompiler:
                 words[w] = self._base(arr, 0)
                 w += 1
         buffers = [a.block.buffer for a, _, _ in inputs] + [o.block.buffer for o in outs]
-        entry = self._pipeline(kernel, ("rows",), lambda ro: self._rows_source(kernel, ro), buffers, nin)
+        wg, cache = _row_shape(length)
+        entry = self._pipeline(kernel, ("rows", wg, cache), lambda ro: self._rows_source(kernel, ro, wg, cache),
+                               buffers, nin)
         self.rt.dispatch(entry, buffers, [v & _MASK for v in words[:w]], nrows)
 
     # -- matmul -----------------------------------------------------------------------------------
@@ -797,6 +815,18 @@ class WgslCompiler:
 
 
 _REDUCE_OPS = ("sum", "prod", "max", "min")
+ROW_CACHE = (1, 2, 4, 8)  # elements per thread a row kernel may hold in registers
+
+
+def _row_shape(length):
+    """(threads per workgroup, elements each holds in registers; 0: none) for rows of ``length``:
+    64 threads for short rows (softmax over 128 keys), 256 otherwise; rows longer than 256 * 8
+    are read from memory by every phase."""
+    wg = 64 if length <= 64 * 4 else WG
+    for c in ROW_CACHE:
+        if length <= wg * c:
+            return wg, c
+    return WG, 0
 
 
 def _strided_words(kernel):

@@ -259,7 +259,8 @@ def _softmax_ref(dev, x, dim):
 
 
 def test_softmax_along_the_last_dim_is_one_kernel(dev, comp):
-    for shape in ((5, 37), (3, 700), (1, 1)):
+    # rows held in registers by 64 or 256 threads (1 to 8 elements each), and read per phase (2100)
+    for shape in ((5, 37), (3, 200), (3, 700), (1, 1), (2, 2048), (2, 2100)):
         x = _up(dev, _rand(shape[0] * shape[1], 13, -20, 20), shape, "float32")
         k = _softmax_kernel(2, 1)
         [y] = comp.run(k, shape, [(x, (shape[1], 1), 0)])
