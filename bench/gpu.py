@@ -25,7 +25,7 @@ repetitions between two synchronizing reads:
 ``--quick`` shrinks every size (for a smoke run on a CPU adapter). ``--only NAME[,NAME]`` runs only
 those parts (``matmul``, ``elementwise``, ``queued``, ``training``, ``torch_compile``, ``fusion``). The last line of the output is
 one JSON object with ``matmul_f32_4096_vs_torch``, ``matmul_f16_4096_vs_torch``,
-``elementwise_vs_copy`` and ``queued_op_us`` first, then every raw figure.
+``elementwise_vs_copy``, ``queued_op_us`` and the fusion figures first, then every raw figure.
 """
 import json
 import math
@@ -669,7 +669,8 @@ def main():
     OUT["queue"] = dev.queue_stats()
     OUT["queue"].pop("batches", None)
     OUT["memory"] = dev.memory_stats()
-    head = ["matmul_f32_4096_vs_torch", "matmul_f16_4096_vs_torch", "elementwise_vs_copy", "queued_op_us"]
+    head = ["matmul_f32_4096_vs_torch", "matmul_f16_4096_vs_torch", "elementwise_vs_copy", "queued_op_us",
+            "gelu_fused_tbps", "gelu_fused_vs_copy", "mlp_block_vs_torch_compile", "mlp_block_vs_torch_eager"]
     line = {k: OUT.get(k) for k in head}
     line.update({k: v for k, v in OUT.items() if k not in line})
     path = arg("--json")
