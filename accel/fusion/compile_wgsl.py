@@ -17,6 +17,8 @@ Three kernel shapes:
   ``VEC`` vec4s of each input first, then computes and stores them (the last partial vec4 is
   stored component by component); without 16-byte alignment, one element per thread;
 - flat, general: the space coalesced over every operand, each input addressed by its strides;
+  when it coalesces to (rows, cols) (a bias over rows, a transpose), a 2-d grid finds each
+  thread's element without a division;
 - rows along ``dim``: one workgroup per row; each Reduce phase folds its node over the row
   (threads stride the row, then a tree in workgroup memory), the Map phase writes the row. Rows
   of up to 2048 elements are read once: each thread keeps its elements in registers for every
@@ -519,6 +521,8 @@ class WgslCompiler:
             self.rt.dispatch(entry, buffers, [w & _MASK for w in words], groups)
             return
         cshape, cstrides = coalesce(space, [(st, 0) for _, st, _ in inputs] + [(rs, 0)])
+        if len(cshape) <= 2 and self._run_grid(kernel, cshape, cstrides, inputs, outs, buffers):
+            return
         R = kernel.rank
         base = 4 + R
         words = [0] * (base + (R + 1) * nin + len(outs))
@@ -534,6 +538,47 @@ class WgslCompiler:
             words[base + (R + 1) * nin + m] = self._base(o, 0)
         entry = self._pipeline(kernel, ("strided",), lambda ro: self._flat_source(kernel, ro), buffers, nin)
         self.rt.dispatch(entry, buffers, [w & _MASK for w in words], (n + WG - 1) // WG)
+
+    def _grid_source(self, kernel, readonly=0):
+        """A flat kernel over a space that coalesces to (rows, cols): the grid's x covers columns
+        and its y, z the rows, so no thread divides to find its element (a bias over rows, a
+        transposed input). Words: 0 rows, 1 cols, 2 zero; per input at 4 + 3k its offset, row
+        stride and column stride; then each output's offset."""
+        ex = Expressions(self.dev, kernel, fast=self.fast)
+        nin = len(kernel.inputs)
+        targets = [o for o, _ in kernel.outputs]
+        used = ex.loads(targets)
+        fn = ex.function("f", targets, [("l%d" % k, ex.st(kernel.inputs[k])) for k in used])
+        types = [ex.st(t) for t in kernel.inputs] + [ex.st(kernel.nodes[o][1]) for o in targets]
+        s = ["  let row = wid.z * nwg.y + wid.y;\n  let col = wid.x * %du + lid;\n"
+             "  if (row >= pw(0u) || col >= pw(1u)) { return; }\n  let i = row * pw(1u) + col;\n" % WG]
+        args = ", ".join("b%d[u32(pi(%du) + i32(row) * pi(%du) + i32(col) * pi(%du))]" % (k, 4 + 3 * k, 5 + 3 * k, 6 + 3 * k)
+                         for k in used)
+        s.append(_store_outputs(targets, "f(%s)" % args, lambda m: "b%d[pw(%du) + i]" % (nin + m, 4 + 3 * nin + m)))
+        entry = _ENTRY.replace("  let gid = wid.y * nwg.x + wid.x;\n", "")
+        return "".join([_header(self.dev, types, readonly), ex.prelude(), fn, entry % WG] + s + ["}\n"])
+
+    def _run_grid(self, kernel, cshape, cstrides, inputs, outs, buffers):
+        """The (rows, cols) kernel, where its words and grid fit; False otherwise."""
+        nin = len(inputs)
+        rows, cols = (1,) + tuple(cshape) if len(cshape) == 1 else cshape
+        limit = self.rt.max_groups
+        gx = (cols + WG - 1) // WG
+        gy = min(rows, limit)
+        gz = (rows + gy - 1) // gy
+        if 4 + 3 * nin + len(outs) > WORDS or gx > limit or gz > limit:
+            return False
+        words = [0] * (4 + 3 * nin + len(outs))
+        words[0], words[1] = rows, cols
+        for k, (a, _, off) in enumerate(inputs):
+            st = cstrides[k] if len(cshape) == 2 else (0,) + tuple(cstrides[k])
+            words[4 + 3 * k] = self._base(a, off)
+            words[5 + 3 * k], words[6 + 3 * k] = st
+        for m, o in enumerate(outs):
+            words[4 + 3 * nin + m] = self._base(o, 0)
+        entry = self._pipeline(kernel, ("grid",), lambda ro: self._grid_source(kernel, ro), buffers, nin)
+        self.rt.dispatch(entry, buffers, [w & _MASK for w in words], (gx, gy, gz))
+        return True
 
     # -- row kernels ------------------------------------------------------------------------------
     def _rows_source(self, kernel, readonly=0, wg=WG, cache=0):

@@ -199,9 +199,18 @@ def test_more_workgroups_than_one_dimension_allows_use_a_2d_grid(dev, comp):
         k = _flat(1, ["float32"], [("load", "float32", 0), ("unary", "float32", "neg", 0)], [1])
         [y] = comp.run(k, (n,), [(x, (1,), 0)])
         _exact(dev, y, dev.unary("neg", x), "float32")
-        # the strided kernel, one element per thread
+        # the unaligned kernel, one element per thread
         [y] = comp.run(k, (n - 1,), [(x, (1,), 1)])
         assert dev.to_list(y) == [-v for v in dev.to_list(x)[1:]]
+        # the (rows, cols) grid: rows over y and z; a transposed input, then every other element
+        m = _up(dev, _rand(11 * 7, 34), (11, 7), "float32")
+        [y] = comp.run(k, (7, 11), [(m, (1, 7), 0)])
+        assert dev.to_list(y) == [-v for v in dev.to_list(dev.permute(m, (1, 0)))]
+        [y] = comp.run(k, (38,), [(m, (2,), 1)])
+        assert dev.to_list(y) == [-v for v in dev.to_list(m)[1::2]]
+        # columns beyond the grid's x: the general strided kernel
+        [y] = comp.run(k, (n // 2,), [(x, (2,), 0)])
+        assert dev.to_list(y) == [-v for v in dev.to_list(x)[0:n - 1:2]]
     finally:
         rt.max_groups = old
 
