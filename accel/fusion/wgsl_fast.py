@@ -10,6 +10,8 @@ come up in nearly every fused activation and have float32 forms that keep their 
   checks that by running the float32 steps (emulated exactly in float64) over every significand
   of ``x`` in [1, 2), which covers every exponent in the window. Zero, inf and nan take ``q0``;
   other inputs (subnormal, extreme) take the unfused f64 route, so results are the unfused ones.
+  The steps need an ``fma`` that rounds once (``compile_wgsl.fused_fma`` probes the adapter);
+  for a power of two ``q0`` alone is the quotient and no fma is needed.
 - ``erf``: a float32 evaluation (odd polynomial below 1, ``1 - exp2(P(|x|))`` up to 3.92, then 1)
   within 1.3 ulp over the float32 range (checked against double-precision erf on a dense grid),
   inside the conformance tolerance for transcendental functions (rtol 1e-6, atol 1e-7).
