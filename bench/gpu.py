@@ -14,11 +14,18 @@ repetitions between two synchronizing reads:
 - the cost of a queued op: wall time of 1,000 small elementwise ops queued back to back then read
   once, divided by 1,000 (and the same for several submit batch sizes);
 - training steps (forward, cross entropy, backward, SGD) of an MLP 784-128-10 and LeNet-5 at
-  batch 64, through ``Autodiff(Wgpu())``, beside PyTorch CUDA.
+  batch 64, through ``Autodiff(Wgpu())``, beside PyTorch CUDA;
+- fusion (issue 13): GELU from primitives over 64M floats as one fused kernel through
+  ``Fusion(Wgpu())`` (``gelu_fused_tbps``, ``gelu_fused_vs_copy`` against PyTorch's device copy;
+  GPU time of a batch of calls, as CUDA events time PyTorch; ``*_wall_*`` adds the recording),
+  the fused kernel's vec4-per-thread widths, and a transformer MLP block forward (64 x 128 tokens,
+  512 -> 2048 -> 512, bias + GELU in the matmul epilogue) against ``torch.compile`` and eager
+  (``mlp_block_vs_torch_compile``, ``mlp_block_vs_torch_eager``).
 
-``--quick`` shrinks every size (for a smoke run on a CPU adapter). The last line of the output is
+``--quick`` shrinks every size (for a smoke run on a CPU adapter). ``--only NAME[,NAME]`` runs only
+those parts (``matmul``, ``elementwise``, ``queued``, ``training``, ``torch_compile``, ``fusion``). The last line of the output is
 one JSON object with ``matmul_f32_4096_vs_torch``, ``matmul_f16_4096_vs_torch``,
-``elementwise_vs_copy`` and ``queued_op_us`` first, then every raw figure.
+``elementwise_vs_copy``, ``queued_op_us`` and the fusion figures first, then every raw figure.
 """
 import json
 import math
@@ -208,6 +215,280 @@ def bench_torch_compile(dev, torch, np):
     log("torch GELU compiled: %s TB/s" % OUT.get("torch_gelu_compile_tbps"))
 
 
+# -- fusion (issue 13) ---------------------------------------------------------------------------------
+
+def gelu_primitives(v):
+    """GELU written from primitives, the seed's form."""
+    return v * ((v / math.sqrt(2.0)).erf() + 1) / 2
+
+
+def _fusion_device(dev):
+    """(Fusion(dev), None) or (None, why): the lead's decorator, when this tree has it."""
+    try:
+        try:
+            from ember.accel import Fusion
+        except ImportError:
+            from ember.accel.fusion import Fusion
+        return Fusion(dev), None
+    except Exception as e:  # not merged yet, or broken: the compiler alone is measured
+        return None, "%s: %s" % (type(e).__name__, str(e)[:200])
+
+
+def device_timed(dev, fn, reps, rounds=5):
+    """Median GPU seconds per call: ``reps`` calls recorded without a submit, then one submit and
+    wait timed alone (what the GPU spends, without the host's recording; one submit's cost is
+    shared by the calls). Beside ``timed``'s wall time, which adds the recording."""
+    rt = dev.rt
+    old = rt.auto_flush
+    rt.auto_flush = 1 << 30
+    try:
+        fn()
+        dev.synchronize()
+        out = []
+        for _ in range(rounds):
+            keep = [fn() for _ in range(reps)]
+            t0 = time.perf_counter()
+            dev.synchronize()
+            out.append((time.perf_counter() - t0) / reps)
+            del keep
+        return statistics.median(out)
+    finally:
+        rt.auto_flush = old
+
+
+def _dispatches(dev, fn):
+    """How many kernels one call of ``fn`` launches."""
+    dev.synchronize()
+    before = dev.queue_stats()["dispatches"]
+    fn()
+    n = dev.queue_stats()["dispatches"] - before
+    dev.synchronize()
+    return n
+
+
+def _realize(fdev, t):
+    """Make the fused device compute ``t`` (queued, no host read): unwrap gives the inner array."""
+    return fdev.unwrap(t._data)
+
+
+def _gelu_kernel():
+    from ember.accel.fusion.ir import Map, RowKernel
+    nodes = [("load", "float32", 0), ("const", "float32", math.sqrt(2.0)), ("binary", "float32", "div", 0, 1),
+             ("unary", "float32", "erf", 2), ("const", "float32", 1.0), ("binary", "float32", "add", 3, 4),
+             ("binary", "float32", "mul", 0, 5), ("const", "float32", 2.0), ("binary", "float32", "div", 6, 7)]
+    return RowKernel(1, None, ["float32"], nodes, [Map()], [(8, False)])
+
+
+def _copy_kernel():
+    from ember.accel.fusion.ir import Map, RowKernel
+    return RowKernel(1, None, ["float32"], [("load", "float32", 0), ("unary", "float32", "neg", 0)], [Map()], [(1, False)])
+
+
+def bench_fusion(dev, torch, np):
+    from ember.accel.fusion import compile_wgsl
+    n = (1 << 20) if QUICK else (1 << 26)
+    nbytes = 8.0 * n
+    reps = 2 if QUICK else 20
+    xs = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+    x = from_numpy(xs, dev, ember.float32)
+    comp = compile_wgsl.WgslCompiler(dev)
+    OUT["fusion_fused_fma"] = comp.fused_fma
+    OUT["fusion_fast_paths"] = comp.fast
+    log("fusion: fma rounds once: %s; float32 fast paths: %s" % (comp.fused_fma, comp.fast))
+    if torch is not None:
+        try:
+            tx = torch.tensor(xs, device="cuda")
+            ty = torch.empty_like(tx)
+            OUT["copy_tbps"] = nbytes / torch_timed(torch, lambda: ty.copy_(tx), 20) / 1e12
+            log("torch device copy: %.3f TB/s" % OUT["copy_tbps"])
+            del tx, ty
+        except Exception as e:
+            OUT["error_fusion_copy"] = "%s: %s" % (type(e).__name__, str(e)[:300])
+    # the fused kernels alone, at each vec4-per-thread width (the compiler's own VEC is the default)
+    xa = x._data
+    widths = {}
+    default_vec = compile_wgsl.VEC
+    for vec in (1, 2, 4):
+        compile_wgsl.VEC = vec
+        for name, kern in (("neg", _copy_kernel()), ("gelu", _gelu_kernel())):
+            try:
+                t = device_timed(dev, lambda: comp.run(kern, (n,), [(xa, (1,), 0)])[0], reps)
+                widths["%s_vec%d" % (name, vec)] = nbytes / t / 1e12
+            except Exception as e:
+                widths["%s_vec%d" % (name, vec)] = "%s: %s" % (type(e).__name__, str(e)[:200])
+        log("fused kernels at %d vec4 per thread: neg %s TB/s, gelu %s TB/s"
+            % (vec, widths["neg_vec%d" % vec], widths["gelu_vec%d" % vec]))
+    compile_wgsl.VEC = default_vec
+    OUT["fusion_kernel_tbps_by_width"] = widths
+    OUT["fusion_vec_default"] = default_vec
+    # the float32 division by a constant against the correctly rounded quotient (numpy)
+    try:
+        from ember.accel.fusion.ir import Map, RowKernel
+        m = min(n, 1 << 22)
+        for c in (math.sqrt(2.0), 2.0, 3.0):
+            k = RowKernel(1, None, ["float32"], [("load", "float32", 0), ("const", "float32", c),
+                                                 ("binary", "float32", "div", 0, 1)], [Map()], [(2, False)])
+            [q] = comp.run(k, (m,), [(xa, (1,), 0)])
+            got = np.frombuffer(dev.to_bytes(q), dtype=np.float32)
+            want = (xs[:m].astype(np.float64) / c).astype(np.float32)
+            unfused = np.frombuffer(dev.to_bytes(dev.binary("div", dev.slice(xa, ((0, m, 1),)), c)), dtype=np.float32)
+            OUT["fusion_div_%g_mismatch_vs_numpy" % c] = int(np.sum(got.view(np.uint32) != want.view(np.uint32)))
+            OUT["fusion_div_%g_mismatch_vs_unfused" % c] = int(np.sum(got.view(np.uint32) != unfused.view(np.uint32)))
+            OUT["unfused_div_%g_mismatch_vs_numpy" % c] = int(np.sum(unfused.view(np.uint32) != want.view(np.uint32)))
+        log("division by constants, values differing (fused vs numpy / vs unfused; unfused vs numpy): %s"
+            % {k: v for k, v in OUT.items() if "_div_" in k})
+    except Exception as e:
+        import traceback
+        traceback.print_exc()
+        OUT["error_fusion_div_check"] = "%s: %s" % (type(e).__name__, str(e)[:300])
+    _fusion_gelu(dev, torch, np, comp, x, xs, n, reps)
+    _fusion_mlp(dev, torch, np, comp)
+
+
+def _fusion_gelu(dev, torch, np, comp, x, xs, n, reps):
+    nbytes = 8.0 * n
+    fdev, why = _fusion_device(dev)
+    try:
+        if fdev is not None:
+            OUT["gelu_fused_path"] = "Fusion(Wgpu())"
+            xf = x.to(fdev) if hasattr(x, "to") else from_numpy(xs, fdev, ember.float32)
+
+            def run():
+                y = gelu_primitives(xf)
+                _realize(fdev, y)
+                return y
+            y = run()
+            result = fdev.unwrap(y._data)
+        else:
+            OUT["gelu_fused_path"] = "WgslCompiler on a hand-built RowKernel (no Fusion: %s)" % why
+            kern = _gelu_kernel()
+            xa = x._data
+
+            def run():
+                return comp.run(kern, (n,), [(xa, (1,), 0)])[0]
+            result = run()
+        log("fused GELU through %s" % OUT["gelu_fused_path"])
+        OUT["gelu_fused_dispatches"] = _dispatches(dev, run)
+        t = device_timed(dev, run, reps)
+        OUT["gelu_fused_tbps"] = nbytes / t / 1e12
+        OUT["gelu_fused_ms"] = t * 1e3
+        tw = timed(run, dev.synchronize, reps)
+        OUT["gelu_fused_wall_ms"] = tw * 1e3
+        OUT["gelu_fused_wall_tbps"] = nbytes / tw / 1e12
+        got = np.frombuffer(dev.to_bytes(result), dtype=np.float32)
+        line = "GELU fused (%d kernel(s)): GPU %.3f ms, %.3f TB/s; wall with recording %.3f ms" % (
+            OUT["gelu_fused_dispatches"], t * 1e3, OUT["gelu_fused_tbps"], tw * 1e3)
+        if torch is not None:
+            ref = torch.nn.functional.gelu(torch.tensor(xs, device="cuda")).cpu().numpy()
+            OUT["gelu_fused_max_abs_err"] = float(np.max(np.abs(got.astype(np.float64) - ref.astype(np.float64))))
+            if "copy_tbps" in OUT:
+                OUT["gelu_fused_vs_copy"] = OUT["gelu_fused_tbps"] / OUT["copy_tbps"]
+            line += "; vs torch copy %.3f; max abs err vs F.gelu %.2e" % (OUT.get("gelu_fused_vs_copy", float("nan")),
+                                                                     OUT["gelu_fused_max_abs_err"])
+        log(line)
+    except Exception as e:
+        import traceback
+        traceback.print_exc()
+        OUT["error_fusion_gelu"] = "%s: %s" % (type(e).__name__, str(e)[:300])
+
+
+def _mlp_kernels():
+    """x @ W1 + b1 -> GELU (one kernel), then @ W2 + b2 (one kernel): inputs (a, b, bias)."""
+    from ember.accel.fusion.ir import MatmulKernel
+    acc = [("acc", "float32"), ("load", "float32", 2), ("binary", "float32", "add", 0, 1)]
+    gelu = [("const", "float32", math.sqrt(2.0)), ("binary", "float32", "div", 2, 3),
+            ("unary", "float32", "erf", 4), ("const", "float32", 1.0), ("binary", "float32", "add", 5, 6),
+            ("binary", "float32", "mul", 2, 7), ("const", "float32", 2.0), ("binary", "float32", "div", 8, 9)]
+    first = MatmulKernel(2, 0, 1, "float32", ["float32"] * 3, acc + gelu, [(10, False)])
+    second = MatmulKernel(2, 0, 1, "float32", ["float32"] * 3, acc, [(2, False)])
+    return first, second
+
+
+def _fusion_mlp(dev, torch, np, comp):
+    b, s, d, h = (4, 32, 128, 512) if QUICK else (64, 128, 512, 2048)
+    tokens = b * s
+    rng = np.random.default_rng(4)
+    xs = rng.standard_normal((tokens, d)).astype(np.float32)
+    w1 = (rng.standard_normal((d, h)) / math.sqrt(d)).astype(np.float32)
+    b1 = (rng.standard_normal(h) * 0.1).astype(np.float32)
+    w2 = (rng.standard_normal((h, d)) / math.sqrt(h)).astype(np.float32)
+    b2 = (rng.standard_normal(d) * 0.1).astype(np.float32)
+    reps = 2 if QUICK else 20
+    flops = 2.0 * tokens * d * h * 2
+    OUT["mlp_block_shape"] = [b, s, d, h]
+    result = None
+    try:
+        fdev, why = _fusion_device(dev)
+        if fdev is not None:
+            OUT["mlp_block_path"] = "Fusion(Wgpu())"
+            ex, ew1, eb1, ew2, eb2 = (from_numpy(a, fdev, ember.float32) for a in (xs, w1, b1, w2, b2))
+
+            def run():
+                y = gelu_primitives(ex @ ew1 + eb1) @ ew2 + eb2
+                _realize(fdev, y)
+                return y
+            result = lambda: fdev.unwrap(run()._data)  # noqa: E731
+        else:
+            OUT["mlp_block_path"] = "WgslCompiler, two hand-built MatmulKernels (no Fusion: %s)" % why
+            first, second = _mlp_kernels()
+            ex, ew1, eb1, ew2, eb2 = (from_numpy(a, dev, ember.float32)._data for a in (xs, w1, b1, w2, b2))
+
+            def run():
+                hid = comp.run(first, (tokens, h, d), [(ex, (d, 1), 0), (ew1, (h, 1), 0), (eb1, (0, 1), 0)])[0]
+                return comp.run(second, (tokens, d, h), [(hid, (h, 1), 0), (ew2, (d, 1), 0), (eb2, (0, 1), 0)])[0]
+            result = run
+        log("MLP block through %s" % OUT["mlp_block_path"])
+        out = result()
+        OUT["mlp_block_dispatches"] = _dispatches(dev, run)
+        t = device_timed(dev, run, reps)
+        OUT["mlp_block_ms"] = t * 1e3
+        OUT["mlp_block_tflops"] = flops / t / 1e12
+        OUT["mlp_block_wall_ms"] = timed(run, dev.synchronize, reps) * 1e3
+        got = np.frombuffer(dev.to_bytes(out), dtype=np.float32).reshape(tokens, d)
+        line = "MLP block %s (%d kernels): ember GPU %.3f ms (%.2f TFLOP/s), wall %.3f ms" % (
+            OUT["mlp_block_shape"], OUT["mlp_block_dispatches"], t * 1e3, OUT["mlp_block_tflops"], OUT["mlp_block_wall_ms"])
+        # the unfused ember chain, for the fusion's own gain
+        ux, uw1, ub1, uw2, ub2 = (from_numpy(a, dev, ember.float32) for a in (xs, w1, b1, w2, b2))
+        tu = device_timed(dev, lambda: gelu_primitives(ux @ uw1 + ub1) @ uw2 + ub2, reps)
+        OUT["mlp_block_unfused_ms"] = tu * 1e3
+        OUT["mlp_block_fused_vs_unfused"] = tu / t
+        plain = gelu_primitives(ux @ uw1 + ub1) @ uw2 + ub2
+        unf = np.frombuffer(plain.to_bytes() if hasattr(plain, "to_bytes") else dev.to_bytes(plain._data),
+                            dtype=np.float32).reshape(tokens, d)
+        OUT["mlp_block_max_abs_diff_vs_unfused"] = float(np.max(np.abs(got - unf)))
+        line += "; unfused %.3f ms (max abs diff %.2e)" % (tu * 1e3, OUT["mlp_block_max_abs_diff_vs_unfused"])
+        if torch is not None:
+            F_t = torch.nn.functional
+            tx, tw1, tb1, tw2, tb2 = (torch.tensor(a, device="cuda") for a in (xs, w1, b1, w2, b2))
+
+            def block(v):
+                return gelu_torch_primitives(torch, v @ tw1 + tb1) @ tw2 + tb2
+            ref = (F_t.gelu(tx.double() @ tw1.double() + tb1.double()) @ tw2.double() + tb2.double()).cpu().numpy()
+            OUT["mlp_block_max_abs_err"] = float(np.max(np.abs(got.astype(np.float64) - ref)))
+            te = torch_timed(torch, lambda: block(tx), reps)
+            OUT["torch_mlp_block_eager_ms"] = te * 1e3
+            OUT["mlp_block_vs_torch_eager"] = te / t
+            line += "; torch eager %.3f ms (ratio %.3f)" % (te * 1e3, te / t)
+            try:
+                compiled = torch.compile(block)
+                tc = torch_timed(torch, lambda: compiled(tx), reps)
+                OUT["torch_mlp_block_compile_ms"] = tc * 1e3
+                OUT["mlp_block_vs_torch_compile"] = tc / t
+                line += "; torch.compile %.3f ms (ratio %.3f)" % (tc * 1e3, tc / t)
+            except Exception as e:
+                OUT["torch_mlp_block_compile_error"] = "%s: %s" % (type(e).__name__, str(e)[:300])
+            line += "; max abs err vs float64 %.2e" % OUT["mlp_block_max_abs_err"]
+        log(line)
+    except Exception as e:
+        import traceback
+        traceback.print_exc()
+        OUT["error_fusion_mlp"] = "%s: %s" % (type(e).__name__, str(e)[:300])
+
+
+def gelu_torch_primitives(torch, v):
+    return v * (torch.erf(v / math.sqrt(2.0)) + 1) / 2
+
+
 # -- queued op cost --------------------------------------------------------------------------------
 
 def bench_queued(dev, torch):
@@ -364,7 +645,13 @@ def main():
     OUT["max_binding_mib"] = rt.max_binding / 2 ** 20
     OUT["torch"] = tinfo
     log("adapter %s; features %s; torch: %s" % (rt.label, rt.features, tinfo))
-    for part in (bench_matmul, bench_elementwise, bench_queued, bench_training, bench_torch_compile):
+    parts = (bench_matmul, bench_elementwise, bench_queued, bench_training, bench_torch_compile, bench_fusion)
+    only = arg("--only")
+    if only:
+        names = [x.strip() for x in only.split(",") if x.strip()]
+        parts = [p for p in parts if p.__name__[len("bench_"):] in names]
+        OUT["only"] = names
+    for part in parts:
         t0 = time.perf_counter()
         try:
             if part is bench_queued:
@@ -382,7 +669,8 @@ def main():
     OUT["queue"] = dev.queue_stats()
     OUT["queue"].pop("batches", None)
     OUT["memory"] = dev.memory_stats()
-    head = ["matmul_f32_4096_vs_torch", "matmul_f16_4096_vs_torch", "elementwise_vs_copy", "queued_op_us"]
+    head = ["matmul_f32_4096_vs_torch", "matmul_f16_4096_vs_torch", "elementwise_vs_copy", "queued_op_us",
+            "gelu_fused_tbps", "gelu_fused_vs_copy", "mlp_block_vs_torch_compile", "mlp_block_vs_torch_eager"]
     line = {k: OUT.get(k) for k in head}
     line.update({k: v for k, v in OUT.items() if k not in line})
     path = arg("--json")

@@ -78,19 +78,29 @@ A backend that fuses provides ``compiler()`` returning an object with:
 ``run`` is where compiled code is cached (in memory by ``kernel.key``; on disk where compiling is
 slow: see ``cache.py``). It must not read anything back to the host.
 
-Decisions the Cpu compilers made where the text above left room
-------------------------------------------------------------------
-- A float ``const`` holds a value already rounded to its dtype (the frontend's ``_scalar_as`` does
-  so): a float32 const that is not a float32 value is refused by ``CCompiler.supports`` (the
-  interpreter would use it as the pure Cpu uses a Python scalar).
+Decisions the compilers follow where the text above leaves room
+---------------------------------------------------------------
+- A ``const`` stands for the Python scalar the primitive would have received. The frontend has
+  already rounded a float scalar to the tensor's precision (``elementwise._scalar_as``), so a
+  float32 const is a float32 value (``CCompiler.supports`` refuses one that is not); an op reads it
+  as the primitive reads a scalar operand, and where a const is a value of its own (a ``where``
+  branch, a cast's input, an output) it is rounded to its dtype.
 - A binary node's operands have one dtype (the node's, or any for a comparison); a Reduce's
   ``dtype`` is its node's, except ``int64`` for a sum or prod of bools; max/min of bools are refused.
 - A Reduce over an empty row gives the identity listed above (the reduce primitive raises there).
-- A ``MatmulKernel``'s ``run`` gets ``space = (..., M, N, K)``; every input's strides have
-  ``rank`` entries: ``a`` addresses ``(..., M, K)``, ``b`` ``(..., K, N)``, the others the output
-  ``(..., M, N)``. The epilogue never loads ``a`` or ``b`` (it reads ``acc``).
+  Reduce phases may fold in any order (a tree across threads): a max/min over equal values of
+  different zero signs may return either zero.
+- ``MatmulKernel``: ``run(kernel, space, inputs)`` gets ``space = (..., M, N, K)``; every input's
+  strides have ``rank`` entries: ``a`` addresses ``(..., M, K)``, ``b`` ``(..., K, N)``, the others
+  the output ``(..., M, N)``. The epilogue never loads ``a`` or ``b`` (it reads ``acc``).
 - A per-row output may load only inputs whose stride along ``dim`` is 0; the compilers read such a
   load at index 0 of ``dim``.
+- ``layout(array)``'s offset counts elements from the start of the array's own storage (for
+  ``Wgpu``: its block of device memory, whatever buffer the block lives in).
+- A compiler may compute a float32 op in float32 where the primitive goes through float64, if the
+  result stays what the contract asks: bit for bit for ``/`` (the WGSL compiler's float32 division
+  by a constant is correctly rounded, which is the primitive's result), within the conformance
+  tolerance for transcendental functions (the float32 ``erf``/``exp`` of both compilers).
 - Validation (``check.py``) raises ``ArgumentError``, ``DTypeError`` or ``ShapeError`` for a
   malformed kernel, a wrong number of inputs, strides of the wrong length, a dtype mismatch, or
   strides and an offset that reach outside an input's storage.

@@ -165,6 +165,7 @@ class _Builder:
             self.rank = len(self.space)
             self.dim = None
             self.matmul = anchor
+            self.k = anchor.args[0].shape[-1]
             a, b = (self._boundary(x) for x in anchor.args[:2])
             self.a = self._input(a, tuple(range(self.rank)), anchor.args[0], operand=True)
             self.b = self._input(b, tuple(range(self.rank)), anchor.args[1], operand=True)
@@ -189,8 +190,7 @@ class _Builder:
         if self.matmul is not None:
             kernel = ir.MatmulKernel(self.rank, self.a, self.b, self.matmul.dtype.name, self.inputs,
                                      self.nodes, self.outputs)
-            k = self.matmul.args[0].shape[-1]
-            space = tuple(self.space) + (k,)
+            space = tuple(self.space) + (self.k,)
         else:
             kernel = ir.RowKernel(self.rank, self.dim, self.inputs, self.nodes, self.phases, self.outputs)
             space = tuple(self.space)
@@ -208,8 +208,11 @@ class _Builder:
             return "matmul", root, None
         found = []
         self._scan(root, _identity(len(root.shape)), root.shape, found, set())
+        # a reduction read over its rows beats an epilogue: softmax(q @ k.T) computes the matmul
+        # once (a boundary) and then one row kernel, where a matmul kernel would leave the
+        # reductions to kernels of their own that recompute the matmul
         for kind, anchor, root_src in found:
-            if kind == "matmul":
+            if kind == "row":
                 return kind, anchor, root_src
         if found:
             return found[0]
@@ -309,7 +312,7 @@ class _Builder:
                 return self._row(node)
             return self._load(self._boundary(node), src, node)
         if op == "matmul":
-            if node is self.matmul and src == _identity(self.rank):
+            if node is self.matmul and src == _identity(self.rank) and node.value is None:
                 return self._emit(("acc", dtype))
             return self._load(self._boundary(node), src, node)
         raise Unfusable()

@@ -318,20 +318,22 @@ def split_k(v, m, n, k, batch):
     return (k + chunk - 1) // chunk, chunk
 
 
-def _run_split(dev, key, v, build, flavor, dtype, st, buffers, words, grid, m, n, k):
-    """Dispatch the tiled kernel, split along K (and finalized) when that fills the GPU better."""
+def _run_split(dev, key, v, build, flavor, dtype, st, buffers, words, grid, m, n, k, extra=()):
+    """Dispatch the tiled kernel, split along K (and finalized) when that fills the GPU better.
+    ``extra``: buffers bound after the partial products (a fused epilogue's inputs and outputs)."""
+    extra = list(extra)
     ks, chunk = split_k(v, m, n, k, grid[2])
     words = list(words) + [0] * (32 - len(words))
     words[30], words[31] = ks, chunk
     if ks == 1:
-        _dispatch(dev, key, build, buffers + [buffers[2]], words, grid)
+        _dispatch(dev, key, build, buffers + [buffers[2]] + extra, words, grid)
         return
     part = dev.mem.alloc(grid[2] * ks * m * n * 4)
     pbuf = part.buffer
     words[29] = part.offset // 4
-    _dispatch(dev, key, build, buffers + [pbuf], words, (grid[0], grid[1], grid[2] * ks))
+    _dispatch(dev, key, build, buffers + [pbuf] + extra, words, (grid[0], grid[1], grid[2] * ks))
     _dispatch(dev, ("finalize",) + key[2:] + (type(flavor).__name__,),
-              lambda: finalize_source(dtype, st, flavor), buffers + [pbuf], words,
+              lambda: finalize_source(dtype, st, flavor), buffers + [pbuf] + extra, words,
               ((m * n + 255) // 256, 1, grid[2]))
     del part
 

@@ -182,8 +182,10 @@ class Runtime:
             del self._bind_groups[key]
 
     # -- pipelines -----------------------------------------------------------------------------
-    def layouts(self, n):
-        lay = self._layouts.get(n)
+    def layouts(self, n, readonly=0):
+        """(bind group layout, pipeline layout) of the parameters and ``n`` storage bindings, the
+        first ``readonly`` of them read-only."""
+        lay = self._layouts.get((n, readonly))
         if lay is None:
             B = wgpu.BufferBindingType
             entries = [{"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE,
@@ -191,13 +193,15 @@ class Runtime:
                                    "min_binding_size": PARAM_BYTES}}]
             for i in range(n):
                 entries.append({"binding": i + 1, "visibility": wgpu.ShaderStage.COMPUTE,
-                                "buffer": {"type": B.storage}})
+                                "buffer": {"type": B.read_only_storage if i < readonly else B.storage}})
             bgl = self.device.create_bind_group_layout(entries=entries)
-            lay = self._layouts[n] = (bgl, self.device.create_pipeline_layout(bind_group_layouts=[bgl]))
+            lay = (bgl, self.device.create_pipeline_layout(bind_group_layouts=[bgl]))
+            self._layouts[(n, readonly)] = lay
         return lay
 
-    def pipeline(self, key, make_source, n):
-        """The cached pipeline for ``key``; ``make_source()`` gives its WGSL (``n`` storage bindings)."""
+    def pipeline(self, key, make_source, n, readonly=0):
+        """The cached pipeline for ``key``; ``make_source()`` gives its WGSL (``n`` storage bindings,
+        the first ``readonly`` of them declared ``var<storage, read>``)."""
         with self.lock:
             entry = self._pipelines.get(key)
             if entry is None:
@@ -209,10 +213,10 @@ class Runtime:
                     except Exception as e:
                         raise RuntimeError("wgpu: kernel %r failed to compile: %s\n%s" % (key, e, _numbered(src)))
                     self._modules[src] = module
-                pipe = self.device.create_compute_pipeline(layout=self.layouts(n)[1],
+                pipe = self.device.create_compute_pipeline(layout=self.layouts(n, readonly)[1],
                                                            compute={"module": module, "entry_point": "main"})
                 self.pipeline_count += 1
-                entry = self._pipelines[key] = (pipe, n)
+                entry = self._pipelines[key] = (pipe, n, readonly)
             return entry
 
     def _shader_module(self, src):
@@ -247,10 +251,11 @@ class Runtime:
             pack = _PACKERS.get(len(words)) or _packer(len(words))
             pack(self.staging, offset, *words)
             self.cursor = offset + PARAM_BYTES
-            key = tuple(buffers)
+            readonly = entry[2]
+            key = tuple(buffers) if not readonly else (readonly,) + tuple(buffers)
             bg = self._bind_groups.get(key)
             if bg is None:
-                bg = self._bind_group(len(buffers), buffers, key)
+                bg = self._bind_group(len(buffers), buffers, key, readonly)
             self._keep.append(bg)
             if type(groups) is int:
                 gx, gy, gz = groups, 1, 1
@@ -280,13 +285,13 @@ class Runtime:
             if self.batch >= self.auto_flush:
                 self.flush()
 
-    def _bind_group(self, n, buffers, key):
+    def _bind_group(self, n, buffers, key, readonly=0):
         if len(self._bind_groups) >= _MAX_BIND_GROUPS:
             self._bind_groups.clear()  # the open pass keeps the ones it uses alive (_keep)
         entries = [{"binding": 0, "resource": {"buffer": self.params, "offset": 0, "size": PARAM_BYTES}}]
         for i, b in enumerate(buffers):
             entries.append({"binding": i + 1, "resource": {"buffer": b.gpu, "offset": 0, "size": b.size}})
-        bg = self.device.create_bind_group(layout=self.layouts(n)[0], entries=entries)
+        bg = self.device.create_bind_group(layout=self.layouts(n, readonly)[0], entries=entries)
         self._bind_groups[key] = bg
         return bg
 
