@@ -17,7 +17,7 @@ H = 1e-6
 
 
 def _inner_devices():
-    return [(name, dev) for name, dev in backends.plain()]
+    return [(name, dev) for name, dev in backends.inner_for_autodiff()]
 
 
 def _rand(shape, gen, low=-1.0, high=1.0):

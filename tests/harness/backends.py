@@ -49,6 +49,15 @@ def _autodiff(factory):
     return make
 
 
+def _fusion(factory):
+    # Fusion over another backend: every op is recorded and runs as a generated kernel at the
+    # test's read, so the suite checks each compiler (interpreter, C, WGSL) against the reference
+    def make():
+        from ember.accel.fusion import Fusion
+        return Fusion(factory())
+    return make
+
+
 # (name, factory): a factory returns a device or raises ImportError/RuntimeError saying why not.
 # Names stay plain (no parentheses) so that pytest -k can select them.
 REGISTRY = [
@@ -61,6 +70,9 @@ if sys.implementation.name != "micropython":  # ember.accel is CPython only: not
     REGISTRY += [
         ("autodiff-cpu", _autodiff(_cpu)),
         ("autodiff-cpu-c", _autodiff(_cpu_c)),
+        ("fusion-cpu", _fusion(_cpu)),
+        ("fusion-cpu-c", _fusion(_cpu_c)),
+        ("fusion-wgpu", _fusion(_wgpu)),
     ]
 
 _cache = {}
@@ -89,6 +101,13 @@ def plain():
     devices itself (``Autodiff(inner)``) takes as its inner devices."""
     from ember.backend import Decorator
     return [(n, d) for n, d in available() if not isinstance(d, Decorator)]
+
+
+def inner_for_autodiff():
+    """[(name, device)] for the available backends an ``Autodiff`` may wrap: every one that
+    records no gradients itself (plain backends and ``Fusion`` over them)."""
+    from ember.backend import grad_device
+    return [(n, d) for n, d in available() if grad_device(d) is None]
 
 
 def unavailable():
