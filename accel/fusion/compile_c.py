@@ -151,16 +151,30 @@ class CCompiler:
         self._modules = {}  # (kernel.key, variant) -> cffi lib
         self._interpreted = set()  # kernel keys whose build failed
         self._interpreter = Interpreter()
+        self._verdicts = {}  # kernel.key -> None (compilable) or why not: kernels are checked once
 
     def layout(self, array_):
         return array_.layout() if type(array_) is CpuArray else None
 
     def supports(self, kernel):
-        if check.kernel_errors(kernel):
-            return False
-        if kernel.rank > cgen.MAXD:
-            return False
-        return cexpr.supported(kernel.nodes) is None
+        return self._verdict(kernel) is None
+
+    def _verdict(self, kernel):
+        """None when ``kernel`` compiles, else why not (computed once per kernel key)."""
+        key = getattr(kernel, "key", None)
+        if key is None:
+            return "not a kernel"
+        if key in self._verdicts:
+            return self._verdicts[key]
+        errors = check.kernel_errors(kernel)
+        if errors:
+            verdict = "; ".join(errors) if isinstance(errors, (list, tuple)) else str(errors)
+        elif kernel.rank > cgen.MAXD:
+            verdict = "rank above %d" % cgen.MAXD
+        else:
+            verdict = cexpr.supported(kernel.nodes)
+        self._verdicts[key] = verdict
+        return verdict
 
     def source(self, kernel):
         check.kernel(kernel)
@@ -169,11 +183,12 @@ class CCompiler:
         return cgen.source(kernel, (kind, classes, True), PRELUDE)
 
     def run(self, kernel, space, inputs):
-        check.kernel(kernel)
+        key = getattr(kernel, "key", None)
+        if key is None or key not in self._verdicts:
+            check.kernel(kernel)  # raises saying what is malformed
         check.run_args(kernel, space, inputs, lambda a: len(a.data), lambda a: getattr(a.dtype, "name", None))
         space = tuple(space)
-        problem = cexpr.supported(kernel.nodes) if kernel.key not in self._interpreted else "interpreted"
-        if problem is not None or kernel.rank > cgen.MAXD:
+        if self._verdict(kernel) is not None or kernel.key in self._interpreted:
             return self._interpreter.run(kernel, space, inputs)
         if kernel.kind == "matmul":
             return self._matmul(kernel, space, inputs)

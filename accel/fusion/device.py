@@ -76,7 +76,9 @@ class Fusion(Decorator):
     def flush(self):
         """Compute every recorded node that a tensor still holds."""
         recent, self._recent = self._recent, []
-        for ref in recent:
+        # the newest first: its kernel writes the older nodes it reads at its own index as extra
+        # outputs (a softmax's held max and exp), where oldest-first would give each its own kernel
+        for ref in reversed(recent):
             h = ref()
             if h is not None and h.node.value is None:
                 realize(self, h.node)
