@@ -221,7 +221,8 @@ class CCompiler:
         args = plan.args(addrs, [b.buffer_info()[0] for b in outs], acc_addr)
         work = plan.total * (plan.n if kind == "row" and kernel.dim is not None else 1) * max(1, len(kernel.nodes))
         threads = max(1, min(ckernels.num_threads(), work // _WORK_PER_THREAD))
-        lib.fk_run(args.buffer_info()[0], threads)
+        if lib.fk_run(args.buffer_info()[0], threads) < 0:
+            raise MemoryError("fusion: no memory for a row kernel's scratch (%d values a row)" % plan.n)
         return self._finish(kernel, space, outs)
 
     def _out_buffers(self, kernel, space):

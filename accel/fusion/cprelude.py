@@ -11,6 +11,7 @@ the element and the block is recomputed exactly (see cgen.py).
 PRELUDE = r"""
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
 
