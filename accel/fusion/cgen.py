@@ -9,9 +9,11 @@ addressed by run-time strides.
 
 Every generated module exports one function:
 
-    int fk_run(uintptr_t ctx_args, int nthreads)
+    int fk_run(uintptr_t ctx_args, int nthreads, uintptr_t parallel)
 
-whose ``ctx_args`` is an int64 array laid out by ``args_layout`` (see compile_c.py).
+whose ``ctx_args`` is an int64 array laid out by ``args_layout`` (see compile_c.py), and
+``parallel`` the address of ember._ckernels' ``emb_parallel`` (one worker pool per process, shared
+with the C kernels), or 0 for the module's own threads made per call.
 
 Fast float32 approximations (exp, erf) run in blocks: each element's guard is OR-ed into ``bad``, and
 a block (or row phase) with a guard raised is recomputed with libm in double, so nan, inf and the
@@ -150,8 +152,9 @@ static void fk_offsets(const fk_args *A, fk_i line, fk_i *off, fk_i *ooff)
 
 
 _ENTRY = r"""
-/* -1: no memory for the row scratch */
-int fk_run(uintptr_t args, int nthreads)
+/* par: ember._ckernels' emb_parallel (its worker pool), or 0 for threads made per call;
+   -1: no memory for the row scratch */
+int fk_run(uintptr_t args, int nthreads, uintptr_t par)
 {
     fk_ctx c;
     int nt = nthreads < 1 ? 1 : nthreads > FK_MAXT ? FK_MAXT : nthreads;
@@ -162,7 +165,10 @@ int fk_run(uintptr_t args, int nthreads)
     c.scratch = 0;
     if (FK_SLOTS && !(c.scratch = (char *)malloc((size_t)(nt * c.per_thread))))
         return -1;
-    fk_parallel(nt, fk_task_fn, &c);
+    if (par)
+        ((fk_parallel_fn)par)(nt, fk_task_fn, &c);
+    else
+        fk_parallel(nt, fk_task_fn, &c);
     free(c.scratch);
     return 0;
 }

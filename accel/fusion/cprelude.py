@@ -1,5 +1,5 @@
 """The C every generated fused kernel starts with: Python's scalar semantics, fast float32 exp and
-erf, and a tiny pthread ``parallel``.
+erf, and a tiny pthread ``parallel`` (the fallback of ember._ckernels' worker pool).
 
 The helpers mirror ext_c/k_elementwise.c (which mirrors the pure Cpu): floats that Python computes
 in double (pow, floordiv, mod, libm functions) are computed in double and rounded once; integers
@@ -171,6 +171,7 @@ static inline float fk_erff(float a)
 
 typedef void (*fk_task)(void *ctx, int tid, int nt);
 typedef struct { fk_task fn; void *ctx; int tid, nt; } fk_job;
+typedef void (*fk_parallel_fn)(int nt, fk_task fn, void *ctx);
 
 static void *fk_job_run(void *p)
 {
@@ -179,7 +180,8 @@ static void *fk_job_run(void *p)
     return 0;
 }
 
-/* fn(ctx, tid, nt) for every tid; the calling thread runs tid 0 */
+/* fn(ctx, tid, nt) for every tid; the calling thread runs tid 0 (threads made for this call: used
+   only where ember._ckernels' pool is not at hand) */
 static void fk_parallel(int nt, fk_task fn, void *ctx)
 {
     pthread_t th[FK_MAXT];

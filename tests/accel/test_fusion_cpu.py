@@ -398,3 +398,52 @@ def test_row_scratch_keeps_the_reduced_values(n):
     assert_same(got[0], c.run(alone, (5, n), [item(a)])[0])
     for j, w in enumerate(reference(saved, (5, n), [item(a)])):
         assert_same(got[j], w, TRANSCENDENTAL)
+
+
+def _threaded_exp(c):
+    """An exp over 1M floats on 2 threads (the kernel's share of work is large enough)."""
+    from ember.backends.cpu import ckernels
+    g = Graph(["float32"])
+    k = g.flat(1, [g.unary("exp", g.load(0))])
+    n = 1 << 20
+    a = array([(i % 200) / 50.0 - 2.0 for i in range(n)], (n,), "float32")
+    previous = ckernels.set_num_threads(2)
+    try:
+        return c.run(k, (n,), [item(a)])[0].data
+    finally:
+        ckernels.set_num_threads(previous)
+
+
+@pytest.mark.skipif(len(COMPILERS) < 2 or not hasattr(os, "fork"), reason="no C compiler or no fork")
+def test_worker_pool_survives_fork():
+    """Kernels run on ember._ckernels' worker pool; a forked child (pytest-xdist, a DataLoader's
+    workers) starts with no workers and makes its own instead of waiting on the parent's."""
+    import multiprocessing
+    c = COMPILERS[1][1]
+    want = list(_threaded_exp(c))
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=lambda: q.put(list(_threaded_exp(c)) == want))
+    p.start()
+    p.join(60)
+    if p.is_alive():
+        p.kill()
+        pytest.fail("a forked child hung in a threaded kernel")
+    assert p.exitcode == 0 and q.get(timeout=5)
+    assert list(_threaded_exp(c)) == want  # the parent's pool still works
+
+
+@pytest.mark.skipif(len(COMPILERS) < 2, reason="no C compiler")
+def test_worker_pool_concurrent_callers():
+    """Two Python threads calling threaded kernels at once: one gets the pool, the other its own
+    threads; both get the same values."""
+    import threading
+    c = COMPILERS[1][1]
+    want = list(_threaded_exp(c))
+    got = []
+    ts = [threading.Thread(target=lambda: got.append(list(_threaded_exp(c)) == want)) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    assert got == [True] * 4
