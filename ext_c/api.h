@@ -4,6 +4,7 @@ int emb_isa(void);
 int emb_best_isa(void);
 int emb_set_isa(int isa);
 int emb_hardware_threads(void);
+uintptr_t emb_parallel_addr(void); /* void emb_parallel(int nt, void (*fn)(void *, int, int), void *ctx) */
 
 void emb_copy_nd(int elsize, int nd, uintptr_t shape, uintptr_t src, uintptr_t sst, uintptr_t dst,
                  uintptr_t dst_st);

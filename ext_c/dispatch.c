@@ -135,22 +135,14 @@ static void *run_job(void *arg)
     j->fn(j->ctx, j->tid, j->nt);
     return 0;
 }
-#endif
 
-/* fn(ctx, tid, nt) for tid in 0..nt-1; the calling thread runs tid 0 */
-static void parallel(int nt, emb_task fn, void *ctx)
+/* threads made for this call only: where the pool is busy (another caller, or a nested call) */
+static void parallel_spawn(int nt, emb_task fn, void *ctx)
 {
-#ifdef EMB_PTHREADS
     pthread_t th[EMB_MAX_THREADS];
     emb_job jobs[EMB_MAX_THREADS];
     int started[EMB_MAX_THREADS];
     int t;
-    if (nt > EMB_MAX_THREADS)
-        nt = EMB_MAX_THREADS;
-    if (nt <= 1) {
-        fn(ctx, 0, 1);
-        return;
-    }
     for (t = 1; t < nt; t++) {
         jobs[t].fn = fn;
         jobs[t].ctx = ctx;
@@ -165,12 +157,140 @@ static void parallel(int nt, emb_task fn, void *ctx)
         else
             fn(ctx, t, nt); /* could not start a thread: do its share here */
     }
+}
+
+/* The worker pool: threads made once and woken per call (creating them costs tens of us a call).
+   One caller at a time uses it; a fork's child starts with no workers (pthread_atfork). */
+static struct {
+    pthread_mutex_t caller, mu;
+    pthread_cond_t go, done;
+    int workers;                     /* workers started: tids 1..workers */
+    unsigned long generation;        /* bumped per job */
+    unsigned long born[EMB_MAX_THREADS]; /* the generation when each worker was made */
+    emb_task fn;
+    void *ctx;
+    int nt, active, pending;         /* the job's thread count; tids that run it; yet to finish */
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+          PTHREAD_COND_INITIALIZER, 0, 0, {0}, 0, 0, 0, 0, 0};
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+
+static void pool_after_fork(void)
+{
+    pthread_mutex_init(&pool.caller, 0);
+    pthread_mutex_init(&pool.mu, 0);
+    pthread_cond_init(&pool.go, 0);
+    pthread_cond_init(&pool.done, 0);
+    pool.workers = 0;
+    pool.pending = 0;
+}
+
+/* a fork while a job runs would copy locked mutexes: the parent's handlers hold both around it */
+static void pool_before_fork(void)
+{
+    pthread_mutex_lock(&pool.caller);
+    pthread_mutex_lock(&pool.mu);
+}
+
+static void pool_parent_after_fork(void)
+{
+    pthread_mutex_unlock(&pool.mu);
+    pthread_mutex_unlock(&pool.caller);
+}
+
+static void pool_register(void)
+{
+    pthread_atfork(pool_before_fork, pool_parent_after_fork, pool_after_fork);
+}
+
+static void *pool_worker(void *arg)
+{
+    int tid = (int)(intptr_t)arg;
+    unsigned long seen;
+    pthread_mutex_lock(&pool.mu);
+    seen = pool.born[tid]; /* not pool.generation: the job it was made for may be posted already */
+    for (;;) {
+        while (pool.generation == seen)
+            pthread_cond_wait(&pool.go, &pool.mu);
+        seen = pool.generation;
+        if (tid < pool.active) {
+            emb_task fn = pool.fn;
+            void *ctx = pool.ctx;
+            int nt = pool.nt;
+            pthread_mutex_unlock(&pool.mu);
+            fn(ctx, tid, nt);
+            pthread_mutex_lock(&pool.mu);
+            if (--pool.pending == 0)
+                pthread_cond_signal(&pool.done);
+        }
+    }
+    return 0;
+}
+
+/* start workers up to tid nt-1 (pool.mu held); returns the threads a job can use */
+static int pool_grow(int nt)
+{
+    pthread_attr_t attr;
+    pthread_t th;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    while (pool.workers < nt - 1) {
+        pool.born[pool.workers + 1] = pool.generation;
+        if (pthread_create(&th, &attr, pool_worker, (void *)(intptr_t)(pool.workers + 1)) != 0)
+            break;
+        pool.workers++;
+    }
+    pthread_attr_destroy(&attr);
+    return pool.workers + 1 < nt ? pool.workers + 1 : nt;
+}
+#endif
+
+/* fn(ctx, tid, nt) for tid in 0..nt-1; the calling thread runs tid 0 */
+void emb_parallel(int nt, emb_task fn, void *ctx)
+{
+#ifdef EMB_PTHREADS
+    int t, got;
+    if (nt > EMB_MAX_THREADS)
+        nt = EMB_MAX_THREADS;
+    if (nt <= 1) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    pthread_once(&pool_once, pool_register);
+    if (pthread_mutex_trylock(&pool.caller) != 0) {
+        parallel_spawn(nt, fn, ctx);
+        return;
+    }
+    pthread_mutex_lock(&pool.mu);
+    got = pool_grow(nt);
+    pool.fn = fn;
+    pool.ctx = ctx;
+    pool.nt = nt;
+    pool.active = got;
+    pool.pending = got - 1;
+    pool.generation++;
+    pthread_cond_broadcast(&pool.go);
+    pthread_mutex_unlock(&pool.mu);
+    fn(ctx, 0, nt);
+    for (t = got; t < nt; t++)
+        fn(ctx, t, nt); /* shares of the workers that could not be started */
+    pthread_mutex_lock(&pool.mu);
+    while (pool.pending > 0)
+        pthread_cond_wait(&pool.done, &pool.mu);
+    pthread_mutex_unlock(&pool.mu);
+    pthread_mutex_unlock(&pool.caller);
 #else
     int t;
     for (t = 0; t < nt; t++)
         fn(ctx, t, nt);
 #endif
 }
+
+uintptr_t emb_parallel_addr(void)
+{
+    return (uintptr_t)&emb_parallel;
+}
+
+#define parallel emb_parallel
 
 int emb_hardware_threads(void)
 {

@@ -9,9 +9,11 @@ addressed by run-time strides.
 
 Every generated module exports one function:
 
-    int fk_run(uintptr_t ctx_args, int nthreads)
+    int fk_run(uintptr_t ctx_args, int nthreads, uintptr_t parallel)
 
-whose ``ctx_args`` is an int64 array laid out by ``args_layout`` (see compile_c.py).
+whose ``ctx_args`` is an int64 array laid out by ``args_layout`` (see compile_c.py), and
+``parallel`` the address of ember._ckernels' ``emb_parallel`` (one worker pool per process, shared
+with the C kernels), or 0 for the module's own threads made per call.
 
 Fast float32 approximations (exp, erf) run in blocks: each element's guard is OR-ed into ``bad``, and
 a block (or row phase) with a guard raised is recomputed with libm in double, so nan, inf and the
@@ -26,29 +28,38 @@ CHUNK = 64  # elements a reduce computes before folding them into its lanes
 MAXD = 16  # outer dims after collapsing (the caller checks)
 
 
-def _needed(nodes, roots):
+def _operands(node):
+    return node[3:] if node[0] in ("unary", "binary") else node[2:] if node[0] in ("where", "cast") else ()
+
+
+def _needed(nodes, roots, stop=()):
+    """The nodes ``roots`` depend on, in order; a node in ``stop`` is a leaf (read, not computed)."""
     seen, todo = set(), list(roots)
     while todo:
         i = todo.pop()
         if i not in seen:
             seen.add(i)
-            node = nodes[i]
-            todo.extend(node[3:] if node[0] in ("unary", "binary") else
-                        node[2:] if node[0] in ("where", "cast") else ())
+            if i not in stop:
+                todo.extend(_operands(nodes[i]))
     return sorted(seen)
 
 
 class _Body:
-    """The statements computing ``order``'s nodes at one element (``v<i>`` locals)."""
+    """The statements computing ``order``'s nodes at one element (``v<i>`` locals); a node in
+    ``saved`` is read from its row scratch instead (``S<i>[i]``)."""
 
-    def __init__(self, kernel, order, load, row, acc):
+    def __init__(self, kernel, order, load, row, acc, saved=()):
         self.kernel, self.order = kernel, order
         self.load, self.row, self.acc = load, row, acc
+        self.saved = saved
 
     def lines(self, fast):
         nodes = self.kernel.nodes
         out, flags = [], []
         for i in self.order:
+            if i in self.saved:
+                out.append("%s v%d = S%d[i];" % (CTYPE[nodes[i][1]], i, i))
+                continue
             expr, flag = node_expr(nodes, i, lambda j: "v%d" % j, fast, self.load, self.row, self.acc)
             out.append("%s v%d = %s;" % (CTYPE[nodes[i][1]], i, expr))
             if flag is not None:
@@ -114,6 +125,15 @@ typedef struct {
     const char *acc;
 } fk_args;
 
+/* one row scratch slot: n values of up to 8 bytes, a whole number of cache lines */
+#define FK_SLOT(n) (((n) * 8 + 63) / 64 * 64)
+
+typedef struct {
+    const fk_args *A;
+    char *scratch;                   /* FK_SLOTS slots per thread, or null */
+    fk_i per_thread;
+} fk_ctx;
+
 static void fk_offsets(const fk_args *A, fk_i line, fk_i *off, fk_i *ooff)
 {
     fk_i d, k, idx;
@@ -127,6 +147,30 @@ static void fk_offsets(const fk_args *A, fk_i line, fk_i *off, fk_i *ooff)
             off[k] += idx * A->st[k][d];
         *ooff += idx * A->out_st[d];
     }
+}
+"""
+
+
+_ENTRY = r"""
+/* par: ember._ckernels' emb_parallel (its worker pool), or 0 for threads made per call;
+   -1: no memory for the row scratch */
+int fk_run(uintptr_t args, int nthreads, uintptr_t par)
+{
+    fk_ctx c;
+    int nt = nthreads < 1 ? 1 : nthreads > FK_MAXT ? FK_MAXT : nthreads;
+    c.A = (const fk_args *)args;
+    if (c.A->total <= 0)
+        return 0;
+    c.per_thread = FK_SLOTS * FK_SLOT(c.A->n);
+    c.scratch = 0;
+    if (FK_SLOTS && !(c.scratch = (char *)malloc((size_t)(nt * c.per_thread))))
+        return -1;
+    if (par)
+        ((fk_parallel_fn)par)(nt, fk_task_fn, &c);
+    else
+        fk_parallel(nt, fk_task_fn, &c);
+    free(c.scratch);
+    return 0;
 }
 """
 
@@ -156,8 +200,9 @@ def flat_source(kernel, classes):
         lines.append("    const %s *restrict pa = (const %s *)A->acc + line * A->n;" % (t, t))
     lines += _blocked_loop(body, "j0", "j1", stores, 1)
     lines += ["}", "",
+              "#define FK_SLOTS 0",
               "static void fk_task_fn(void *p, int tid, int nt)", "{",
-              "    const fk_args *A = (const fk_args *)p;",
+              "    const fk_args *A = ((const fk_ctx *)p)->A;",
               "    fk_i lo, hi, at;",
               "    fk_share(A->total, tid, nt, 64, &lo, &hi);",
               "    for (at = lo; at < hi;) {",
@@ -169,12 +214,14 @@ def flat_source(kernel, classes):
     return "\n".join(lines)
 
 
-def _reduce_block(kernel, j, phase, classes, row_of):
-    """Statements folding phase ``j`` over the row into ``row<j>``."""
+def _reduce_block(kernel, j, phase, classes, row_of, saved, stores):
+    """Statements folding phase ``j`` over the row into ``row<j>``; the nodes in ``saved`` are read
+    from the scratch, those in ``stores`` written to it for the later phases."""
     nodes = kernel.nodes
     src = nodes[phase.node][1]
     out_t = CTYPE[phase.dtype]
-    body = _Body(kernel, _needed(nodes, [phase.node]), _load_expr(classes), row_of, None)
+    body = _Body(kernel, _needed(nodes, [phase.node], saved), _load_expr(classes), row_of, None, saved)
+    keep = ["S%d[i] = v%d;" % (c, c) for c in stores]
     v = "v%d" % phase.node
     op = phase.op
     floats = src in ir.FLOATS
@@ -182,9 +229,7 @@ def _reduce_block(kernel, j, phase, classes, row_of):
         acc_t = "double" if floats else "uint64_t"
         init = ("0" if op == "sum" else "1")
         sym = "+" if op == "sum" else "*"
-
-        def comb(x, lane):
-            return "L[%s] %s= (%s)%s;" % (lane, sym, acc_t, x)
+        pad = "(%s)%s" % (CTYPE[src], init)
         final = ["%s t = %s;" % (acc_t, init), "for (l = 0; l < %d; l++) t %s= L[l];" % (LANES, sym)]
         final.append("row%d = (%s)t;" % (j, out_t) if floats else "row%d = (%s)(%s)t;" % (j, out_t, _u(phase.dtype)))
         nan_lanes = False
@@ -195,10 +240,7 @@ def _reduce_block(kernel, j, phase, classes, row_of):
             init = "-(%s)INFINITY" % acc_t if op == "max" else "(%s)INFINITY" % acc_t
         else:
             init = _int_extreme(src, op)
-
-        def comb(x, lane):
-            pick = "L[%s] = %s %s L[%s] ? %s : L[%s];" % (lane, x, sym, lane, x, lane)
-            return pick + (" N[%s] |= %s != %s;" % (lane, x, x) if floats else "")
+        pad = init
         final = ["%s t = L[0]; int nan = N[0];" % acc_t if floats else "%s t = L[0];" % acc_t,
                  "for (l = 1; l < %d; l++) { t = L[l] %s t ? L[l] : t;%s }" % (LANES, sym, " nan |= N[l];" if floats else "")]
         if floats:
@@ -223,14 +265,15 @@ def _reduce_block(kernel, j, phase, classes, row_of):
         # a chunk of node values computed by a plain (vectorizable) loop, then folded into the
         # lanes by a second plain loop: the lanes are the only reassociation
         g = ["bad |= %s;" % " | ".join("(%s)" % f for f in flags)] if guard and flags else []
-        out = ["for (i0 = 0; i0 + %d <= n; i0 += %d) {" % (CHUNK, CHUNK),
+        # the last chunk is padded with the identity, so every element goes through the vector loops
+        out = ["for (i0 = 0; i0 < n; i0 += %d) {" % CHUNK,
                "    %s T[%d];" % (CTYPE[src], CHUNK),
-               "    for (fk_i q = 0; q < %d; q++) {" % CHUNK, "        fk_i i = i0 + q;"]
-        out += _indent(stmts + ["T[q] = %s;" % v] + g, 2) + ["    }"]
-        out += ["    for (fk_i q = 0; q < %d; q += %d) {" % (CHUNK, LANES),
-                "        fk_vt x; memcpy(&x, T + q, sizeof x);", "        " + fold, "    }", "}",
-                "for (fk_i i = i0; i < n; i++) {"]
-        out += _indent(stmts + [comb(v, "0")] + g, 1) + ["}"]
+               "    const fk_i m = n - i0 < %d ? n - i0 : %d;" % (CHUNK, CHUNK),
+               "    for (fk_i q = 0; q < m; q++) {", "        fk_i i = i0 + q;"]
+        out += _indent(stmts + keep + ["T[q] = %s;" % v] + g, 2) + ["    }"]
+        out += ["    for (fk_i q = m; q < %d; q++)" % CHUNK, "        T[q] = %s;" % pad,
+                "    for (fk_i q = 0; q < %d; q += %d) {" % (CHUNK, LANES),
+                "        fk_vt x; memcpy(&x, T + q, sizeof x);", "        " + fold, "    }", "}"]
         return out
     out = ["{"] + _indent(decl + ["int bad = 0;", "fk_i i0, l;"] + init_lines + loops(fast, True), 1)
     if flags:
@@ -259,25 +302,70 @@ def _int_extreme(dtype, op):
     return "((%s)%dLL)" % (CTYPE[dtype], (1 << (bits - 1)) - 1)
 
 
+def _weight(node):
+    """About how many plain float ops recomputing ``node`` costs (transcendentals and divisions
+    cost more)."""
+    if node[0] == "unary" and node[2] not in ("neg", "abs", "sign", "isnan", "isinf", "logical_not",
+                                              "bitwise_not", "floor", "ceil", "trunc", "round"):
+        return 8
+    if node[0] == "binary" and node[2] in ("div", "pow", "floordiv", "mod", "atan2"):
+        return 4
+    return 0 if node[0] in ("load", "const", "row", "acc") else 1
+
+
+def _worth_saving(nodes, i):
+    """A node whose value moves along the row and costs more to recompute than a scratch load."""
+    sub = _needed(nodes, [i])
+    return any(nodes[k][0] == "load" for k in sub) and sum(_weight(nodes[k]) for k in sub) >= 4
+
+
+def scratch_plan(kernel):
+    """Which row values a phase keeps for the later ones: ``(reads, stores, slots)`` -- per phase,
+    the nodes it reads from the scratch and those it writes there; all saved nodes in slot order.
+
+    A softmax's sum phase computes ``exp(x - max)`` at every element; its Map phase reads it back
+    from the row scratch instead of computing exp again (the values are the same bits)."""
+    nodes = kernel.nodes
+    maps = [i for _, i in _outputs(kernel, False)]
+    roots = [[p.node] if type(p) is ir.Reduce else maps for p in kernel.phases]
+    writer, reads = {}, []
+    for j, r in enumerate(roots):
+        avail = set(writer)
+        need = _needed(nodes, r, avail)
+        reads.append(set(need) & avail)
+        for i in need:
+            if i not in avail and _worth_saving(nodes, i):
+                writer[i] = j
+    slots = sorted(set().union(*reads)) if reads else []
+    stores = [[i for i in slots if writer[i] == j] for j in range(len(roots))]
+    return reads, stores, slots
+
+
 def rows_source(kernel, classes, out_contig):
     """Rows of ``A->n`` elements along the kernel's dim: Reduce phases, then the Map, then the
-    per-row outputs (index ``r`` of each)."""
+    per-row outputs (index ``r`` of each). ``S`` is this thread's row scratch (scratch_plan)."""
     nodes = kernel.nodes
     maps, per_rows = _outputs(kernel, False), _outputs(kernel, True)
-    lines = ["static void fk_row(const fk_args *A, fk_i r)", "{",
+    reads, stores, slots = scratch_plan(kernel)
+    lines = ["static void fk_row(const fk_args *A, fk_i r, char *S)", "{",
              "    const fk_i n = A->n;",
              "    fk_i off[%d], ooff, i, b;" % max(1, len(kernel.inputs)),
-             "    fk_offsets(A, r, off, &ooff);", "    (void)b; (void)ooff;"]
+             "    fk_offsets(A, r, off, &ooff);", "    (void)b; (void)ooff; (void)S;"]
     lines += _indent(_pointers(kernel, classes, lambda k: "off[%d]" % k), 1)
+    for s, c in enumerate(slots):
+        t = CTYPE[nodes[c][1]]
+        lines.append("    %s *restrict S%d = (%s *)(S + %d * FK_SLOT(n));" % (t, c, t, s))
     for j, p in enumerate(kernel.phases):
         if type(p) is ir.Reduce:
             lines.append("    %s row%d;" % (CTYPE[p.dtype], j))
     row_of = lambda j: "row%d" % j
     for j, p in enumerate(kernel.phases):
         if type(p) is ir.Reduce:
-            lines += _indent(_reduce_block(kernel, j, p, classes, row_of), 1)
+            lines += _indent(_reduce_block(kernel, j, p, classes, row_of, reads[j], stores[j]), 1)
     if maps:
-        body = _Body(kernel, _needed(nodes, [i for _, i in maps]), _load_expr(classes), row_of, None)
+        m = len(kernel.phases) - 1
+        body = _Body(kernel, _needed(nodes, [i for _, i in maps], reads[m]), _load_expr(classes), row_of, None,
+                     reads[m])
         ost = "i" if out_contig else "i * A->out_inner"
         for j, i in maps:
             t = CTYPE[nodes[i][1]]
@@ -293,12 +381,15 @@ def rows_source(kernel, classes, out_contig):
             lines.append("        ((%s *)A->out[%d])[r] = v%d;" % (t, j, i))
         lines.append("    }")
     lines += ["}", "",
+              "#define FK_SLOTS %d" % len(slots),
               "static void fk_task_fn(void *p, int tid, int nt)", "{",
-              "    const fk_args *A = (const fk_args *)p;",
+              "    const fk_ctx *c = (const fk_ctx *)p;",
+              "    const fk_args *A = c->A;",
+              "    char *S = c->scratch ? c->scratch + tid * c->per_thread : 0;",
               "    fk_i lo, hi, r;",
               "    fk_share(A->total, tid, nt, 1, &lo, &hi);",
               "    for (r = lo; r < hi; r++)",
-              "        fk_row(A, r);", "}"]
+              "        fk_row(A, r, S);", "}"]
     return "\n".join(lines)
 
 
@@ -309,9 +400,4 @@ def source(kernel, variant, prelude):
     no = max(1, len(kernel.outputs))
     head = prelude + _ARGS % {"maxd": MAXD, "ni": ni, "no": no}
     loops = flat_source(kernel, classes) if kind == "flat" else rows_source(kernel, classes, out_contig)
-    entry = ("\nint fk_run(uintptr_t args, int nthreads)\n{\n"
-             "    const fk_args *A = (const fk_args *)args;\n"
-             "    if (A->total <= 0)\n        return 0;\n"
-             "    fk_parallel(nthreads < 1 ? 1 : nthreads, fk_task_fn, (void *)A);\n"
-             "    return 0;\n}\n")
-    return "/* ember fused kernel: %s; variant %r */\n%s\n%s\n%s" % (ir.describe(kernel), variant, head, loops, entry)
+    return "/* ember fused kernel: %s; variant %r */\n%s\n%s\n%s" % (ir.describe(kernel), variant, head, loops, _ENTRY)

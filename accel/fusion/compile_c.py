@@ -25,7 +25,7 @@ from . import cache, cexpr, cgen, check, ir
 from .cprelude import PRELUDE
 from .interpret import Interpreter
 
-CDEF = "int fk_run(uintptr_t args, int nthreads);"
+CDEF = "int fk_run(uintptr_t args, int nthreads, uintptr_t parallel);"
 _BASE_FLAGS = ("-O3", "-g0", "-std=gnu99", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off",
                "-fno-wrapv", "-pthread", "-Wno-unused-function", "-Wno-unused-variable",
                "-Wno-unused-but-set-variable", "-Wno-unused-local-typedefs")
@@ -36,6 +36,7 @@ _CODES = {"float32": "f", "float64": "d", "int8": "b", "int32": "i", "int64": "q
 _ITEM = {"f": 4, "d": 8, "b": 1, "i": 4, "q": 8, "B": 1}
 _WORK_PER_THREAD = 1 << 17  # node evaluations: below this, threads cost more than they give
 _warned = []
+_pool = []
 
 
 def flags():
@@ -46,6 +47,16 @@ def flags():
 def _cdevice():
     from ember.backends.cpu import cdevice
     return cdevice
+
+
+def _parallel():
+    """The address of ember._ckernels' ``emb_parallel`` (its worker pool), or 0 without one."""
+    if not _pool:
+        try:
+            _pool.append(int(_cdevice()._lib.emb_parallel_addr()))
+        except (ImportError, AttributeError):
+            _pool.append(0)
+    return _pool[0]
 
 
 def _buffer(a):
@@ -236,7 +247,8 @@ class CCompiler:
         args = plan.args(addrs, [b.buffer_info()[0] for b in outs], acc_addr)
         work = plan.total * (plan.n if kind == "row" and kernel.dim is not None else 1) * max(1, len(kernel.nodes))
         threads = max(1, min(ckernels.num_threads(), work // _WORK_PER_THREAD))
-        lib.fk_run(args.buffer_info()[0], threads)
+        if lib.fk_run(args.buffer_info()[0], threads, _parallel() if threads > 1 else 0) < 0:
+            raise MemoryError("fusion: no memory for a row kernel's scratch (%d values a row)" % plan.n)
         return self._finish(kernel, space, outs)
 
     def _out_buffers(self, kernel, space):

@@ -1,5 +1,5 @@
 """The C every generated fused kernel starts with: Python's scalar semantics, fast float32 exp and
-erf, and a tiny pthread ``parallel``.
+erf, and a tiny pthread ``parallel`` (the fallback of ember._ckernels' worker pool).
 
 The helpers mirror ext_c/k_elementwise.c (which mirrors the pure Cpu): floats that Python computes
 in double (pow, floordiv, mod, libm functions) are computed in double and rounded once; integers
@@ -11,6 +11,7 @@ the element and the block is recomputed exactly (see cgen.py).
 PRELUDE = r"""
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
 
@@ -122,6 +123,14 @@ static double fk_rsqrt(double x) { return 1.0 / fk_sqrt(x); }
 #define FK_MAXIMUM(x, y) ((x) != (x) ? (x) : (y) != (y) ? (y) : (x) >= (y) ? (x) : (y))
 #define FK_MINIMUM(x, y) ((x) != (x) ? (x) : (y) != (y) ? (y) : (x) <= (y) ? (x) : (y))
 
+/* the approximations' own polynomial steps: one rounding each where the CPU fuses (IR ops are
+   never contracted: -ffp-contract=off) */
+#ifdef __FMA__
+#define FK_FMA(a, b, c) __builtin_fmaf(a, b, c)
+#else
+#define FK_FMA(a, b, c) ((a) * (b) + (c))
+#endif
+
 /* exp(x) for x in [-87.3, 88]: 2^n p(r), |r| <= ln2/2, p of degree 6 (relative error < 3e-7 in
    float); below -87.3 it gives 0 (the true value is under 1.2e-38, inside atol). n comes from the
    bits of x log2e + 1.5 * 2^23, so the loop needs no float-to-int conversion and vectorizes. */
@@ -130,11 +139,15 @@ static inline float fk_expf(float x)
     const float shifter = 12582912.0f;
     union { float f; uint32_t u; } t, scale;
     float n, r, p, xc = x < -87.3f ? -87.3f : (x > 88.0f ? 88.0f : x);
-    t.f = xc * 1.44269504088896341f + shifter;
+    t.f = FK_FMA(xc, 1.44269504088896341f, shifter);
     n = t.f - shifter;
-    r = (xc - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
-    p = 1.0f + r * (1.0f + r * (0.5f + r * (0.166666672f + r * (0.0416664183f + r * (0.00833342969f +
-        r * 0.00139819994f)))));
+    r = FK_FMA(n, -1.42860682030941723e-6f, FK_FMA(n, -0.693145751953125f, xc));
+    p = FK_FMA(r, 0.00139819994f, 0.00833342969f);
+    p = FK_FMA(p, r, 0.0416664183f);
+    p = FK_FMA(p, r, 0.166666672f);
+    p = FK_FMA(p, r, 0.5f);
+    p = FK_FMA(p, r, 1.0f);
+    p = FK_FMA(p, r, 1.0f);
     scale.u = (t.u + (127u - 0x4B400000u)) << 23;
     return x < -87.3f ? 0.0f : p * scale.f;
 }
@@ -143,23 +156,22 @@ static inline float fk_expf(float x)
 static inline float fk_erff(float a)
 {
     float x = a < -4.0f ? -4.0f : (a > 4.0f ? 4.0f : a), x2 = x * x, p, q;
-    p = -2.72614225801306e-10f;
-    p = p * x2 + 2.77068142495902e-08f;
-    p = p * x2 + -2.10102402082508e-06f;
-    p = p * x2 + -5.69250639462346e-05f;
-    p = p * x2 + -7.34990630326855e-04f;
-    p = p * x2 + -2.95459980854025e-03f;
-    p = p * x2 + -1.60960333262415e-02f;
-    q = -1.45660718464996e-05f;
-    q = q * x2 + -2.13374055278905e-04f;
-    q = q * x2 + -1.68282697438203e-03f;
-    q = q * x2 + -7.37332916720468e-03f;
-    q = q * x2 + -1.42647390514189e-02f;
+    p = FK_FMA(-2.72614225801306e-10f, x2, 2.77068142495902e-08f);
+    p = FK_FMA(p, x2, -2.10102402082508e-06f);
+    p = FK_FMA(p, x2, -5.69250639462346e-05f);
+    p = FK_FMA(p, x2, -7.34990630326855e-04f);
+    p = FK_FMA(p, x2, -2.95459980854025e-03f);
+    p = FK_FMA(p, x2, -1.60960333262415e-02f);
+    q = FK_FMA(-1.45660718464996e-05f, x2, -2.13374055278905e-04f);
+    q = FK_FMA(q, x2, -1.68282697438203e-03f);
+    q = FK_FMA(q, x2, -7.37332916720468e-03f);
+    q = FK_FMA(q, x2, -1.42647390514189e-02f);
     return x * p / q;
 }
 
 typedef void (*fk_task)(void *ctx, int tid, int nt);
 typedef struct { fk_task fn; void *ctx; int tid, nt; } fk_job;
+typedef void (*fk_parallel_fn)(int nt, fk_task fn, void *ctx);
 
 static void *fk_job_run(void *p)
 {
@@ -168,7 +180,8 @@ static void *fk_job_run(void *p)
     return 0;
 }
 
-/* fn(ctx, tid, nt) for every tid; the calling thread runs tid 0 */
+/* fn(ctx, tid, nt) for every tid; the calling thread runs tid 0 (threads made for this call: used
+   only where ember._ckernels' pool is not at hand) */
 static void fk_parallel(int nt, fk_task fn, void *ctx)
 {
     pthread_t th[FK_MAXT];

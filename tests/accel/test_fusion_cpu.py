@@ -371,3 +371,79 @@ def test_compiler_for(monkeypatch):
     assert compiler_for("gpu") is None  # no compiler: Fusion runs the ops unfused
     from ember.accel.numpy import NumPy
     assert compiler_for(NumPy()) is None
+
+
+@pytest.mark.skipif(len(COMPILERS) < 2, reason="no C compiler")
+@pytest.mark.parametrize("n", [1, 63, 64, 200])
+def test_row_scratch_keeps_the_reduced_values(n):
+    """The sum phase's exp(x - max) is kept in the row scratch and read back by the Map phase: the
+    same bits as a kernel whose Map computes exp itself, and the output's sum is the row sum."""
+    from ember.accel.fusion import cgen
+    c = COMPILERS[1][1]
+    def exp_rows(sum_too):
+        g = Graph(["float32"])
+        x = g.load(0)
+        e = g.unary("exp", g.binary("sub", x, g.row(0, "float32")))
+        if not sum_too:
+            return g.rows(2, 1, [ir.Reduce("max", x, "float32"), ir.Map()], [(e, False)]), e
+        s = g.row(1, "float32")
+        return g.rows(2, 1, [ir.Reduce("max", x, "float32"), ir.Reduce("sum", e, "float32"), ir.Map()],
+                      [(e, False), (g.binary("div", e, s), False), (s, True)]), e
+    (saved, e), (alone, _) = exp_rows(True), exp_rows(False)
+    reads, stores, slots = cgen.scratch_plan(saved)
+    assert slots == [e] and stores[1] == [e] and e in reads[2]
+    assert cgen.scratch_plan(alone)[2] == []  # nothing to keep: the Map computes exp once
+    a = array(floats(5 * n, 21, -30.0, 30.0, special=False), (5, n), "float32")
+    got = c.run(saved, (5, n), [item(a)])
+    assert_same(got[0], c.run(alone, (5, n), [item(a)])[0])
+    for j, w in enumerate(reference(saved, (5, n), [item(a)])):
+        assert_same(got[j], w, TRANSCENDENTAL)
+
+
+def _threaded_exp(c):
+    """An exp over 1M floats on 2 threads (the kernel's share of work is large enough)."""
+    from ember.backends.cpu import ckernels
+    g = Graph(["float32"])
+    k = g.flat(1, [g.unary("exp", g.load(0))])
+    n = 1 << 20
+    a = array([(i % 200) / 50.0 - 2.0 for i in range(n)], (n,), "float32")
+    previous = ckernels.set_num_threads(2)
+    try:
+        return c.run(k, (n,), [item(a)])[0].data
+    finally:
+        ckernels.set_num_threads(previous)
+
+
+@pytest.mark.skipif(len(COMPILERS) < 2 or not hasattr(os, "fork"), reason="no C compiler or no fork")
+def test_worker_pool_survives_fork():
+    """Kernels run on ember._ckernels' worker pool; a forked child (pytest-xdist, a DataLoader's
+    workers) starts with no workers and makes its own instead of waiting on the parent's."""
+    import multiprocessing
+    c = COMPILERS[1][1]
+    want = list(_threaded_exp(c))
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=lambda: q.put(list(_threaded_exp(c)) == want))
+    p.start()
+    p.join(60)
+    if p.is_alive():
+        p.kill()
+        pytest.fail("a forked child hung in a threaded kernel")
+    assert p.exitcode == 0 and q.get(timeout=5)
+    assert list(_threaded_exp(c)) == want  # the parent's pool still works
+
+
+@pytest.mark.skipif(len(COMPILERS) < 2, reason="no C compiler")
+def test_worker_pool_concurrent_callers():
+    """Two Python threads calling threaded kernels at once: one gets the pool, the other its own
+    threads; both get the same values."""
+    import threading
+    c = COMPILERS[1][1]
+    want = list(_threaded_exp(c))
+    got = []
+    ts = [threading.Thread(target=lambda: got.append(list(_threaded_exp(c)) == want)) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    assert got == [True] * 4
