@@ -182,15 +182,23 @@ def child(threads, quick):
     fdev = Fusion(dev)
     xf, x2f = xe.to(fdev), x2e.to(fdev)
 
+    def gelu_prims(v):
+        return v * ((v / math.sqrt(2)).erf() + 1) / 2
+
+    def softmax_prims(v):
+        m = v.max(-1, keepdim=True)[0]
+        e = (v - m).exp()
+        return e / e.sum(-1, keepdim=True)
+
+    # as a program calls them: the functions' locals are gone when their result is computed, so
+    # only the result is written (a local still held would be written too, as torch writes it)
     def gelu_fused():
-        y = xf * ((xf / math.sqrt(2)).erf() + 1) / 2
+        y = gelu_prims(xf)
         fdev.synchronize()
         return y
 
     def softmax_fused():
-        m = x2f.max(-1, keepdim=True)[0]
-        e = (x2f - m).exp()
-        y = e / e.sum(-1, keepdim=True)
+        y = softmax_prims(x2f)
         fdev.synchronize()
         return y
     with torch.inference_mode():
