@@ -98,11 +98,8 @@ class Expressions:
     def __init__(self, dev, kernel, zero_word=2, fast=True):
         self.dev = dev
         self.fast = fast and dev.rt.has_f64  # float32 fast paths (wgsl_fast.py) replace f64 routes
-        # The fma-corrected float32 division by a constant is off: on the H200 (Vulkan, driver
-        # 580) it differed from the correctly rounded quotient in 3% of 64M values although the
-        # fma probe passed (bench/results/gpu-2026-12-01-fusion.txt). Division by a power of two
-        # (exact as a product) stays fast; any other constant divides in f64 and rounds once.
-        self.fast_div = False
+        # division by a float32 constant through f64 multiplies, not an f64 division (wgsl_fast)
+        self.fast_div = self.fast
         self.extra = {}  # helper name -> WGSL (fast paths)
         self.zero = zero_word  # a parameter word that is always 0 (the rounding barrier's)
         self.kernel = kernel

@@ -4,14 +4,19 @@ The primitives compute ``/`` and the transcendental functions of float32 tensors
 once (ops.py), which makes a fused float32 chain as fast as the GPU's f64 units allow. Two ops
 come up in nearly every fused activation and have float32 forms that keep their guarantee:
 
-- ``x / c`` with ``c`` a constant: ``q0 = x * rc``, two fma steps for the residual against ``c``
-  split in two float32 parts, one fma correction. The result is the correctly rounded quotient
-  (what the f64 route gives) wherever ``x`` and the quotient are normal with margin; ``divisor``
-  checks that by running the float32 steps (emulated exactly in float64) over every significand
-  of ``x`` in [1, 2), which covers every exponent in the window. Zero, inf and nan take ``q0``;
-  other inputs (subnormal, extreme) take the unfused f64 route, so results are the unfused ones.
-  The steps need an ``fma`` that rounds once (``compile_wgsl.fused_fma`` probes the adapter);
-  for a power of two ``q0`` alone is the quotient and no fma is needed.
+- ``x / c`` with ``c`` a constant that is a float32 value (the frontend rounds a scalar to the
+  tensor's precision): ``q0 = x * rc`` in float32 (within 2 ulp), the residual ``x - q0 * c``
+  exactly in f64 (``q0 * c`` has at most 48 significant bits and lies within a few ulp of ``x``),
+  then ``float32(q0 + r * (1 / c))`` in f64. That value is within a few f64 ulp of ``x / c``, and
+  ``x / c`` is never that close to a float32 midpoint (an exact tie needs a 25-bit odd significand
+  times ``c``'s odd significand to fit in 24 bits, which cannot happen; any other distance is at
+  least ~2^-49 of the quotient), so the rounding is the correctly rounded quotient the f64 route
+  gives: f64 multiplies and adds instead of an f64 division. An fma contraction of either f64 step
+  keeps that argument (it is more accurate). ``divisor`` also checks it by running the steps in
+  numpy over every significand of ``x`` in [1, 2), which covers every exponent in the window;
+  zero, inf and nan take ``q0``; other inputs (subnormal, extreme) take the unfused f64 route. (An
+  earlier float32 form with two fma steps was wrong on the H200 although an fma probe passed.)
+  For a power of two ``q0`` alone is the quotient.
 - ``erf``: a float32 evaluation (odd polynomial below 1, ``1 - exp2(P(|x|))`` up to 3.92, then 1)
   within 1.3 ulp over the float32 range (checked against double-precision erf on a dense grid),
   inside the conformance tolerance for transcendental functions (rtol 1e-6, atol 1e-7).
@@ -78,40 +83,29 @@ def _divisor(c):
     except ImportError:
         return None
     ch = _f32(c)
-    cl = _f32(c - ch)
+    if ch != c:
+        return None  # not a float32 value: the f64 route
     rc = _f32(1.0 / c)
+    rcd = 1.0 / c
     f32, f64 = np.float32, np.float64
     x = (1.0 + np.arange(1 << 23, dtype=f64) * 2.0 ** -23).astype(f32)
     xd = x.astype(f64)
-    q0 = (x * f32(rc)).astype(f32)
-    q0d = q0.astype(f64)
-    r1 = (xd - q0d * ch).astype(f32)  # exact residual, rounded once: fma(-q0, ch, x)
-    r2 = (r1.astype(f64) - q0d * cl).astype(f32)  # fma(-q0, cl, r1)
-    p = r2.astype(f64) * rc  # exact
-    q = _round_sum(np, q0d, p)
+    q0d = (x * f32(rc)).astype(f32).astype(f64)
+    r = xd - q0d * c  # exact
+    q = (q0d + r * rcd).astype(f32)
     want = _quotient(np, xd, c)
     if want is None or not np.array_equal(q.view(np.uint32), want.view(np.uint32)):
         return None
+    cl = 0.0
     # window in biased exponents of x: x and x / c normal with a margin
     lo = max(127 - _WINDOW, 127 - _WINDOW + ec)
     hi = min(127 + _WINDOW, 127 + _WINDOW + ec)
     return rc, ch, cl, lo, hi
 
 
-def _round_sum(np, a, b):
-    """float32(a + b), correctly rounded, for float64 arrays a, b (TwoSum settles f64 ties)."""
-    s = a + b
-    bb = s - a
-    err = (a - (s - bb)) + (b - bb)
-    t = s.astype(np.float32)
-    # s exactly halfway between two float32 values: the error term decides
-    up = np.nextafter(t, np.float32(np.inf))
-    down = np.nextafter(t, np.float32(-np.inf))
-    mid_up = (t.astype(np.float64) + up.astype(np.float64)) / 2
-    mid_down = (t.astype(np.float64) + down.astype(np.float64)) / 2
-    t = np.where((s == mid_up) & (err > 0), up, t)
-    t = np.where((s == mid_down) & (err < 0), down, t)
-    return t
+def _d(v):
+    """An exact WGSL f64 literal."""
+    return "bitcast<f64>(0x%016xlu)" % struct.unpack("<Q", struct.pack("<d", v))[0]
 
 
 def _quotient(np, xd, c):
@@ -156,8 +150,11 @@ fn %s(x: f32) -> f32 {
 fn %s(x: f32) -> f32 {
   let q0 = x * %s;
   let e = (bitcast<u32>(x) >> 23u) & 0xffu;
-  if (e >= %du && e <= %du) { return fma(fma(-q0, %s, fma(-q0, %s, x)), %s, q0); }
+  if (e >= %du && e <= %du) {
+    let r = f64(x) - f64(q0) * %s;
+    return f32(f64(q0) + r * %s);
+  }
   if (e == 255u || (bitcast<u32>(x) << 1u) == 0u) { return q0; }
   return %s;
 }
-""" % (name, _f(rc), lo, hi, _f(cl), _f(ch), _f(rc), unfused)
+""" % (name, _f(rc), lo, hi, _d(c), _d(1.0 / c), unfused)
