@@ -320,10 +320,8 @@ class WgslCompiler:
     def __init__(self, device, fast=True):
         self.dev = device
         self.rt = device.rt
-        # float32 ``x / const`` and ``erf`` in float32 (wgsl_fast.py); the division's steps need
-        # an fma that rounds once, which Vulkan does not promise (lavapipe's rounds twice)
+        # float32 ``x / const`` (through f64 multiplies) and ``erf`` in float32 (wgsl_fast.py)
         self.fast = bool(fast) and self.rt.has_f64
-        self.fused_fma = self.fast and fused_fma(device)
         self._sources = {}  # (kernel key, specialisation) -> WGSL
 
     # -- the contract -----------------------------------------------------------------------------
