@@ -236,3 +236,30 @@ def test_explain_prints_the_kernels_and_their_source(dev):
     t = explain(gelu_custom, *on(dev, data((4, 4))), file=out)
     text = out.getvalue()
     assert len(t.kernels) == 1 and "1 kernel(s), 1 fused" in text and "source" in text
+
+
+def test_dtype_errors_are_raised_at_the_op_with_the_unfused_message(dev):
+    x, = on(dev, data((2, 3)))
+    y = x * 2  # pending
+    with pytest.raises(ember.errors.DTypeError) as fused:
+        y.bitwise_not()
+    with pytest.raises(ember.errors.DTypeError) as plain:
+        (data((2, 3)) * 2).bitwise_not()
+    assert str(fused.value) == str(plain.value)
+
+
+def test_moving_into_and_out_of_a_fusion_chain_copies_nothing():
+    calls = []
+
+    class Counting(ember.Cpu):
+        def to_list(self, a):
+            calls.append(a)
+            return ember.Cpu.to_list(self, a)
+    base = object.__new__(Counting)
+    x = ember.tensor([1.0, 2.0, 3.0], device=base)
+    top = Autodiff(Fusion(base, compiler=Oracle(base)))
+    y = x.to(top)
+    assert y.device == top and not calls
+    z = (y * 2).to(base)  # computed by one kernel, unwrapped without a host copy
+    assert z.device == base and not calls
+    assert z.tolist() == [2.0, 4.0, 6.0]
