@@ -157,6 +157,25 @@ def _cast(x, src, dst):
     return "((%s)(%s)(uint64_t)%s)" % (t, UTYPE[dst], x)
 
 
+def _exact_reciprocal(node, dtype):
+    """1 / c where ``node`` is a float const c, a power of two whose reciprocal ``dtype`` holds
+    exactly; else None."""
+    if node[0] != "const" or node[1] != dtype:
+        return None
+    c = float(node[2])
+    if c != c or c in (0.0, float("inf"), float("-inf")) or math.frexp(c)[0] not in (0.5, -0.5):
+        return None
+    try:
+        inv = 1.0 / c
+    except (OverflowError, ZeroDivisionError):
+        return None
+    if math.isinf(inv) or (dtype == "float32" and not f32_exact(inv)):
+        return None
+    if dtype == "float32" and abs(inv) >= 2.0 ** 128:
+        return None
+    return inv
+
+
 def node_expr(nodes, i, name, fast, load, row, acc):
     """(C expression, fast-path guard or None) of ``nodes[i]``; ``load(k)``, ``row(j)`` and
     ``acc`` give the C of the leaves."""
@@ -181,6 +200,11 @@ def node_expr(nodes, i, name, fast, load, row, acc):
         if op in _COMPARE:
             return "((uint8_t)(%s %s %s))" % (x, _COMPARE[op], y), None
         if src in ("float32", "float64"):
+            inv = _exact_reciprocal(nodes[node[4]], src) if op == "div" else None
+            if inv is not None:
+                # x / 2^k and x * 2^-k are the same correctly rounded value: a multiply vectorizes
+                # far cheaper than a division
+                return "(%s * %s)" % (x, literal(inv, src)), None
             return _float_binary(op, x, y, src), None
         return _int_binary(op, x, y, src), None
     if kind == "where":

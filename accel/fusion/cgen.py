@@ -24,7 +24,7 @@ from .cexpr import CTYPE, node_expr
 
 BLOCK = 512
 LANES = 16
-CHUNK = 64  # elements a reduce computes before folding them into its lanes
+CHUNK = 128  # elements a reduce computes before folding them into its lanes
 MAXD = 16  # outer dims after collapsing (the caller checks)
 
 
@@ -266,14 +266,28 @@ def _reduce_block(kernel, j, phase, classes, row_of, saved, stores):
         # lanes by a second plain loop: the lanes are the only reassociation
         g = ["bad |= %s;" % " | ".join("(%s)" % f for f in flags)] if guard and flags else []
         # the last chunk is padded with the identity, so every element goes through the vector loops
+        # a whole chunk runs a loop of constant trip count (vectorized with no prologue or
+        # epilogue); only the row's last, partial chunk a variable one
+        inner = _indent(stmts + keep + ["T[q] = %s;" % v] + g, 3)
         out = ["for (i0 = 0; i0 < n; i0 += %d) {" % CHUNK,
                "    %s T[%d];" % (CTYPE[src], CHUNK),
-               "    const fk_i m = n - i0 < %d ? n - i0 : %d;" % (CHUNK, CHUNK),
-               "    for (fk_i q = 0; q < m; q++) {", "        fk_i i = i0 + q;"]
-        out += _indent(stmts + keep + ["T[q] = %s;" % v] + g, 2) + ["    }"]
-        out += ["    for (fk_i q = m; q < %d; q++)" % CHUNK, "        T[q] = %s;" % pad,
-                "    for (fk_i q = 0; q < %d; q += %d) {" % (CHUNK, LANES),
-                "        fk_vt x; memcpy(&x, T + q, sizeof x);", "        " + fold, "    }", "}"]
+               "    if (n - i0 >= %d) {" % CHUNK,
+               "        for (fk_i q = 0; q < %d; q++) {" % CHUNK, "            fk_i i = i0 + q;"]
+        out += inner + ["        }", "    } else {",
+                        "        const fk_i m = n - i0;",
+                        "        for (fk_i q = 0; q < m; q++) {", "            fk_i i = i0 + q;"]
+        out += inner + ["        }",
+                        "        for (fk_i q = m; q < %d; q++)" % CHUNK, "            T[q] = %s;" % pad, "    }"]
+        if op == "sum" and floats:
+            # the chunk's values summed in float, lane by lane (each lane adds CHUNK / LANES of
+            # them: a few roundings, far inside the tolerance), then once into the double lanes
+            out += ["    {", "        fk_vt x, y; memcpy(&x, T, sizeof x);",
+                    "        for (fk_i q = %d; q < %d; q += %d) { memcpy(&y, T + q, sizeof y); x += y; }"
+                    % (LANES, CHUNK, LANES),
+                    "        " + fold, "    }", "}"]
+        else:
+            out += ["    for (fk_i q = 0; q < %d; q += %d) {" % (CHUNK, LANES),
+                    "        fk_vt x; memcpy(&x, T + q, sizeof x);", "        " + fold, "    }", "}"]
         return out
     out = ["{"] + _indent(decl + ["int bad = 0;", "fk_i i0, l;"] + init_lines + loops(fast, True), 1)
     if flags:
