@@ -20,6 +20,7 @@ from array import array
 
 from ember.backends.cpu import ckernels
 from ember.backends.cpu.array import CpuArray, numel
+from ember.shapes import row_major_strides
 
 from . import cache, cexpr, cgen, check, ir
 from .cprelude import PRELUDE
@@ -100,12 +101,6 @@ def _collapse(sizes, strides_list):
     return shape, out
 
 
-def _row_major(shape):
-    st, s = [], 1
-    for n in reversed(shape):
-        st.append(s)
-        s *= n
-    return st[::-1]
 
 
 def _class(s):
@@ -121,7 +116,7 @@ class _Plan:
         if kernel.kind == "row" and kernel.dim is not None:
             d = kernel.dim
             other = list(space[:d]) + list(space[d + 1:])
-            out_rm = _row_major(space)
+            out_rm = list(row_major_strides(space))
             lists = [list(st[:d]) + list(st[d + 1:]) for st in strides] + [out_rm[:d] + out_rm[d + 1:]]
             shape, outer = _collapse(other, lists)
             inner = [st[d] for st in strides]
@@ -129,7 +124,7 @@ class _Plan:
             n, total = space[d], numel(other)
             self.variant = ("rows", tuple(_class(s) for s in inner), out_inner == 1)
         else:
-            lists = [list(st) for st in strides] + [_row_major(space)]
+            lists = [list(st) for st in strides] + [list(row_major_strides(space))]
             shape, outer = _collapse(list(space), lists)
             if not shape:
                 shape, outer = [1], [[0] for _ in lists]

@@ -14,6 +14,7 @@ from ember import dtypes
 from ember.backends.cpu import elementwise as ew
 from ember.backends.cpu import linalg, reduce, storage
 from ember.backends.cpu.array import CpuArray, flat_indices, numel, values
+from ember.shapes import row_major_strides
 
 from . import check, ir
 
@@ -294,7 +295,7 @@ def _run_rows(program, kernel, space, inputs):
         bases.append(flat_indices(other, tuple(strides[:d]) + tuple(strides[d + 1:]), offset) if rows else [])
         row_st.append(strides[d])
     inner = numel(space[d + 1:])
-    out_bases = flat_indices(other, tuple(_row_major(space)[:d]) + tuple(_row_major(space)[d + 1:]), 0)
+    out_bases = flat_indices(other, tuple(row_major_strides(space)[:d]) + tuple(row_major_strides(space)[d + 1:]), 0)
     map_dt, row_dt = _out_dtypes(kernel, False), _out_dtypes(kernel, True)
     maps = [storage.empty(dt, numel(space)) for dt in map_dt]
     per_rows = [storage.empty(dt, rows) for dt in row_dt]
@@ -340,12 +341,6 @@ def _in_order(kernel, maps, per_rows):
     return [next(per_rows) if per_row else next(maps) for _, per_row in kernel.outputs]
 
 
-def _row_major(shape):
-    st, s = [], 1
-    for n in reversed(shape):
-        st.append(s)
-        s *= n
-    return st[::-1]
 
 
 def _put_row(out, base, step, n, seq, dtype):
