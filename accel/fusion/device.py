@@ -55,7 +55,7 @@ class Fusion(Decorator):
 
     # -- the decorator protocol -------------------------------------------------------------------
     def wrap(self, value, shape, dtype):
-        return Lazy(Node("input", (), tuple(shape), dtype, value))
+        return self._leaf(value, shape, dtype)
 
     def unwrap(self, a):
         return realize(self, a.node)
@@ -160,10 +160,7 @@ class Fusion(Decorator):
 
     def slice(self, a, ranges):
         shape = tuple(len(range(*r)) for r in ranges)
-        return self._leaf(self._inner_view("slice", self._value(a), ranges), shape, a.dtype)
-
-    def _inner_view(self, name, *args):
-        return getattr(self.inner, name)(*args)
+        return self._leaf(self.inner.slice(self._value(a), ranges), shape, a.dtype)
 
     def slice_assign(self, a, ranges, v):
         return self._leaf(self._inner_op("slice_assign", self._value(a), ranges, self._value(v)),

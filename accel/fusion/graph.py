@@ -25,9 +25,6 @@ class Node:
         self.value = value
         self.handle = None  # weakref to the Lazy that tensors hold, set by Lazy()
 
-    def pending(self):
-        return self.value is None
-
     def inputs(self):
         """The argument nodes still to be computed."""
         return [a for a in self.args if type(a) is Node and a.value is None]

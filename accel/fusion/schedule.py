@@ -17,8 +17,6 @@ outputs of the same kernel, so nothing is computed twice; intermediates nobody h
 written. When the compiler cannot take a kernel (``supports`` False, an array it cannot address),
 the root's ops run unfused on the inner device, one primitive each.
 """
-from ember.shapes import numel
-
 from . import ir
 from .graph import ELEMENTWISE, Node, topo
 
@@ -167,8 +165,8 @@ class _Builder:
             self.matmul = anchor
             self.k = anchor.args[0].shape[-1]
             a, b = (self._boundary(x) for x in anchor.args[:2])
-            self.a = self._input(a, tuple(range(self.rank)), anchor.args[0], operand=True)
-            self.b = self._input(b, tuple(range(self.rank)), anchor.args[1], operand=True)
+            self.a = self._input(a, tuple(range(self.rank)), anchor.args[0])
+            self.b = self._input(b, tuple(range(self.rank)), anchor.args[1])
             top = self._expr(root, _identity(self.rank))
             self._output(root, top, False)
         elif kind == "row":
@@ -361,7 +359,7 @@ class _Builder:
             self.input_memo[key] = k
         return self._emit(("load", node.dtype.name, k))
 
-    def _input(self, value, dims, node, operand=False):
+    def _input(self, value, dims, node):
         layout = self.compiler.layout(value)
         if layout is None:
             raise Unfusable()
@@ -389,6 +387,3 @@ class _Builder:
             shape = shape[:self.dim] + (1,) + shape[self.dim + 1:]
         self.output_shapes.append(shape)
 
-
-def numel_of(node):
-    return numel(node.shape)
