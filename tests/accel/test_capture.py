@@ -83,7 +83,7 @@ def test_replay_equals_eager(inner, make, shape):
         assert _weights(m1) == _weights(m2), i
     assert not step.refused, step.refused
     assert step.stats["replayed"] >= 3, step.stats
-    if getattr(inner, "kernels", None) == "c":
+    if getattr(inner, "kernels", None) == "c" or type(inner).__name__ == "Wgpu":
         assert step.lowering == "lowered"
 
 
