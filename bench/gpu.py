@@ -539,6 +539,7 @@ def bench_queued(dev, torch):
 # -- training steps -----------------------------------------------------------------------------------
 
 def bench_training(dev, torch, np):
+    from ember.accel import compile
     from ember.accel.autodiff import Autodiff
     from ember.accel.optim import SGD
     from _models import LeNet, MLP  # bench/_models.py, shared with bench/train_step.py
@@ -559,9 +560,21 @@ def bench_training(dev, torch, np):
             opt.step(loss.backward())
             return loss
         first = step().item()
-        t = timed(step, dev.synchronize, 20 if not QUICK else 2)
-        OUT["%s_b%d_step_ms" % (name, batch)] = t * 1e3
-        line = "%s step (batch %d): ember %.3f ms (first loss %.4f)" % (name, batch, t * 1e3, first)
+        t = timed(lambda: step().item(), dev.synchronize, 20 if not QUICK else 2)
+        OUT["%s_b%d_eager_step_ms" % (name, batch)] = t * 1e3
+        compiled = compile(step)
+        for _ in range(3):  # two eager calls (the optimizer makes its state), then the recording
+            compiled()
+        tc = timed(lambda: compiled().item(), dev.synchronize, 20 if not QUICK else 2)
+        OUT["%s_b%d_compiled_lowering" % (name, batch)] = compiled.lowering
+        OUT["%s_b%d_compiled_stats" % (name, batch)] = dict(compiled.stats)
+        tc_nosync = timed(compiled, dev.synchronize, 20 if not QUICK else 2)
+        OUT["%s_b%d_compiled_queued_step_ms" % (name, batch)] = tc_nosync * 1e3
+        OUT["%s_b%d_step_ms" % (name, batch)] = tc * 1e3  # the compiled step, a read per step
+        line = "%s step (batch %d): ember eager %.3f ms, compiled %.3f ms with a read per step (%.3f ms " \
+               "queued; %s) (first loss %.4f)" % (name, batch, t * 1e3, tc * 1e3, tc_nosync * 1e3,
+                                                  compiled.lowering, first)
+        t = tc
         if torch is not None:
             nn = torch.nn
             if name == "mlp":
@@ -579,10 +592,33 @@ def bench_training(dev, torch, np):
                 loss = torch.nn.functional.cross_entropy(tm(tx), ty)
                 loss.backward()
                 topt.step()
-            tt = torch_timed(torch, tstep, 20)
+                return loss
+            tt = torch_timed(torch, lambda: tstep().item(), 20)
             OUT["torch_%s_b%d_step_ms" % (name, batch)] = tt * 1e3
             OUT["%s_b%d_step_vs_torch" % (name, batch)] = tt / t
-            line += "; torch %.3f ms; ratio %.3f" % (tt * 1e3, tt / t)
+            line += "; torch eager %.3f ms; ratio %.3f" % (tt * 1e3, tt / t)
+            try:  # the whole step as a CUDA graph (PyTorch's recipe: warm up on a side stream)
+                s_ = torch.cuda.Stream()
+                s_.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(s_):
+                    for _ in range(3):
+                        tstep()
+                torch.cuda.current_stream().wait_stream(s_)
+                graph = torch.cuda.CUDAGraph()
+                topt.zero_grad(set_to_none=True)
+                with torch.cuda.graph(graph):
+                    gloss = torch.nn.functional.cross_entropy(tm(tx), ty)
+                    gloss.backward()
+                    topt.step()
+
+                def gstep():
+                    graph.replay()
+                    return gloss.item()
+                tg = torch_timed(torch, gstep, 20)
+                OUT["torch_%s_b%d_cuda_graph_step_ms" % (name, batch)] = tg * 1e3
+                line += "; torch CUDA graph %.3f ms" % (tg * 1e3)
+            except Exception as e:
+                OUT["torch_%s_b%d_cuda_graph_error" % (name, batch)] = "%s: %s" % (type(e).__name__, str(e)[:200])
         log(line)
 
 
