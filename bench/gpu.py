@@ -542,12 +542,13 @@ def bench_training(dev, torch, np):
     from ember.accel import compile
     from ember.accel.autodiff import Autodiff
     from ember.accel.optim import SGD
-    from _models import LeNet, MLP  # bench/_models.py, shared with bench/train_step.py
+    from _models import LeNet, MLP, MnistCNN  # bench/_models.py, shared with bench/train_step.py
 
     batch = 64
     rng = np.random.default_rng(2)
     ad = Autodiff(dev)
-    for name, cls, shape in (("mlp", MLP, (batch, 784)), ("lenet", LeNet, (batch, 1, 28, 28))):
+    for name, cls, shape in (("mlp", MLP, (batch, 784)), ("lenet", LeNet, (batch, 1, 28, 28)),
+                             ("cnn", MnistCNN, (batch, 1, 28, 28))):
         xs = rng.standard_normal(shape).astype(np.float32)
         ys = rng.integers(0, 10, batch)
         model = cls(ember.Generator(0)).to(ad)
@@ -579,6 +580,10 @@ def bench_training(dev, torch, np):
             nn = torch.nn
             if name == "mlp":
                 tm = nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10)).cuda()
+            elif name == "cnn":
+                tm = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
+                                   nn.Dropout(0.25), nn.Flatten(), nn.Linear(9216, 128), nn.ReLU(),
+                                   nn.Dropout(0.5), nn.Linear(128, 10)).cuda()
             else:
                 tm = nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
                                    nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
@@ -597,6 +602,24 @@ def bench_training(dev, torch, np):
             OUT["torch_%s_b%d_step_ms" % (name, batch)] = tt * 1e3
             OUT["%s_b%d_step_vs_torch" % (name, batch)] = tt / t
             line += "; torch eager %.3f ms; ratio %.3f" % (tt * 1e3, tt / t)
+            if not QUICK and not arg("--no-torch-compile"):
+                try:  # torch.compile of the model (forward and backward); the optimizer stays eager
+                    cm = torch.compile(tm)
+
+                    def cstep():
+                        topt.zero_grad(set_to_none=True)
+                        loss = torch.nn.functional.cross_entropy(cm(tx), ty)
+                        loss.backward()
+                        topt.step()
+                        return loss
+                    t0 = time.perf_counter()
+                    cstep().item()
+                    OUT["torch_%s_b%d_compile_seconds" % (name, batch)] = round(time.perf_counter() - t0, 1)
+                    tcc = torch_timed(torch, lambda: cstep().item(), 20)
+                    OUT["torch_%s_b%d_compiled_step_ms" % (name, batch)] = tcc * 1e3
+                    line += "; torch.compile %.3f ms" % (tcc * 1e3)
+                except Exception as e:
+                    OUT["torch_%s_b%d_compile_error" % (name, batch)] = "%s: %s" % (type(e).__name__, str(e)[:200])
             try:  # the whole step as a CUDA graph (PyTorch's recipe: warm up on a side stream)
                 s_ = torch.cuda.Stream()
                 s_.wait_stream(torch.cuda.current_stream())
