@@ -7,20 +7,23 @@
    at a time, then stored in the output's type as the Cpu's arrays store a Python float.
 
    Portable C99 like the k_*.c kernels, but one build for every ISA (the stream is serial, vectors
-   would not help): no FMA contraction (the pragmas below; build_ckernels.py passes
-   -ffp-contract=fast to everything else) and libm's own log, sqrt, cos and sin, called through
-   pointers so the compiler neither merges sin and cos into sincos nor swaps in a vector libm. */
+   would not help). Two things keep the values IEEE's: no product is fused into the add after it
+   (``rounded`` below: build_ckernels.py passes -ffp-contract=fast, under which clang contracts
+   whatever a pragma says, and aarch64 has FMA in its baseline), and libm's own log, sqrt, cos and
+   sin, called through pointers so the compiler neither merges sin and cos into sincos nor swaps in
+   a vector libm. Nothing is built with -ffast-math. */
 #include "kernels.h"
 #include "api.h"
 
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
-
 #define EMB_2POW_M24 5.9604644775390625e-08
 #define EMB_TWO_PI 6.283185307179586
+
+/* x rounded to a double here, so an add after it cannot be fused with the product that made x */
+static inline double rounded(double x)
+{
+    volatile double v = x;
+    return v;
+}
 
 static double (*volatile emb_log)(double) = log;
 static double (*volatile emb_sqrt)(double) = sqrt;
@@ -68,11 +71,11 @@ int emb_random_uniform(int dtype, int64_t n, uintptr_t state, double lo, double 
     if (dtype == EMB_F32) {
         float *o = (float *)out;
         for (i = 0; i < n; i++)
-            o[i] = (float)(lo + (double)(next_u32(st) >> 8) * span);
+            o[i] = (float)(lo + rounded((double)(next_u32(st) >> 8) * span));
     } else {
         double *o = (double *)out;
         for (i = 0; i < n; i++)
-            o[i] = lo + (double)(next_u32(st) >> 8) * span;
+            o[i] = lo + rounded((double)(next_u32(st) >> 8) * span);
     }
     s[0] = st[0], s[1] = st[1], s[2] = st[2], s[3] = st[3];
     return 0;
@@ -87,7 +90,7 @@ int emb_random_normal(int dtype, int64_t n, uintptr_t state, uintptr_t spare, do
     if (!float_type(dtype))
         return -1;
     if (sp[0] != 0.0 && n) {
-        put_double(dtype, (void *)out, i++, mean + std * sp[1]);
+        put_double(dtype, (void *)out, i++, mean + rounded(std * sp[1]));
         sp[0] = 0.0;
     }
     while (i < n) {
@@ -95,9 +98,9 @@ int emb_random_normal(int dtype, int64_t n, uintptr_t state, uintptr_t spare, do
         double u2 = (double)(next_u32(s) >> 8) * EMB_2POW_M24;
         double r = emb_sqrt(-2.0 * emb_log(u1));
         double a = EMB_TWO_PI * u2;
-        put_double(dtype, (void *)out, i++, mean + std * r * emb_cos(a));
+        put_double(dtype, (void *)out, i++, mean + rounded(std * r * emb_cos(a)));
         if (i < n) {
-            put_double(dtype, (void *)out, i++, mean + std * r * emb_sin(a));
+            put_double(dtype, (void *)out, i++, mean + rounded(std * r * emb_sin(a)));
         } else {
             sp[0] = 1.0;
             sp[1] = r * emb_sin(a);
