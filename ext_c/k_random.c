@@ -155,22 +155,27 @@ int emb_random_randint(int dtype, int64_t n, uintptr_t state, int64_t lo, uint64
     return 0;
 }
 
+#define EMB_BERNOULLI(T)                                                                           \
+    {                                                                                              \
+        T *o = (T *)out;                                                                           \
+        for (i = 0; i < n; i++)                                                                    \
+            o[i] = (T)((double)(next_u32(st) >> 8) * EMB_2POW_M24 < p);                            \
+    }                                                                                              \
+    break;
+
 int emb_random_bernoulli(int dtype, int64_t n, uintptr_t state, double p, uintptr_t out)
 {
     uint32_t *s = (uint32_t *)state;
     uint32_t st[4];
     int64_t i;
     st[0] = s[0], st[1] = s[1], st[2] = s[2], st[3] = s[3];
-    for (i = 0; i < n; i++) {
-        int b = (double)(next_u32(st) >> 8) * EMB_2POW_M24 < p;
-        switch (dtype) {
-        case EMB_U8: case EMB_I8: ((uint8_t *)out)[i] = (uint8_t)b; break;
-        case EMB_I32: ((int32_t *)out)[i] = b; break;
-        case EMB_I64: ((int64_t *)out)[i] = b; break;
-        case EMB_F64: ((double *)out)[i] = b; break;
-        case EMB_F32: ((float *)out)[i] = (float)b; break;
-        default: return -1;
-        }
+    switch (dtype) {
+    case EMB_U8: case EMB_I8: EMB_BERNOULLI(uint8_t)
+    case EMB_I32: EMB_BERNOULLI(int32_t)
+    case EMB_I64: EMB_BERNOULLI(int64_t)
+    case EMB_F64: EMB_BERNOULLI(double)
+    case EMB_F32: EMB_BERNOULLI(float)
+    default: return -1;
     }
     s[0] = st[0], s[1] = st[1], s[2] = st[2], s[3] = st[3];
     return 0;

@@ -8,6 +8,10 @@ mode draws other values (Philox4x32-10 on the GPU): checked against a Python Phi
 statistics (n = 1e5). Timing is in bench/ops.py, never here.
 """
 import math
+import os
+import platform
+import shutil
+import subprocess
 
 import pytest
 
@@ -138,6 +142,22 @@ def test_dropout_keeps_its_values():
     u = ember.Generator(4).uniforms(50)
     want = ember.tensor([(float(i) - 20.0) * (1.0 if u[i] >= 0.3 else 0.0) for i in range(50)]) / 0.7
     assert bits(got) == bits(want.tolist())
+
+
+def test_k_random_fuses_no_multiply_add(tmp_path):
+    # with FMA in the ISA and the build's -ffp-contract=fast, an add fused with the product before it
+    # would round once where rng.py rounds twice: the kernel must hold every product apart
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None or platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("needs a C compiler for x86-64")
+    ext = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "ext_c")
+    asm = str(tmp_path / "k_random.s")
+    subprocess.run([cc, "-O3", "-std=gnu99", "-mavx2", "-mfma", "-ffp-contract=fast", "-fno-math-errno",
+                    "-I", ext, "-S", "-o", asm, os.path.join(ext, "k_random.c")], check=True)
+    text = open(asm).read()
+    assert "cvtsi2sd" in text or "cvtsi2sdq" in text or "vcvt" in text  # the file compiled to real code
+    fused = [line for line in text.splitlines() if "vfmadd" in line or "vfmsub" in line or "vfnm" in line]
+    assert not fused, fused
 
 
 # -- NumPy --------------------------------------------------------------------------------------
