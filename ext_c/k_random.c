@@ -155,26 +155,52 @@ int emb_random_randint(int dtype, int64_t n, uintptr_t state, int64_t lo, uint64
     return 0;
 }
 
+/* u < p for u = k 2^-24 is k < p 2^24 (exact scaling), so k < ceil(p 2^24): an integer compare, no
+   branch to mispredict in the loops */
+static uint32_t below(double p)
+{
+    double x = p * 16777216.0;
+    uint32_t k;
+    if (!(x > 0.0))
+        return 0;
+    if (x >= 16777216.0)
+        return 16777216u;
+    k = (uint32_t)x;
+    return k + ((double)k < x);
+}
+
 #define EMB_BERNOULLI(T)                                                                           \
     {                                                                                              \
         T *o = (T *)out;                                                                           \
         for (i = 0; i < n; i++)                                                                    \
-            o[i] = (T)((double)(next_u32(st) >> 8) * EMB_2POW_M24 < p);                            \
+            o[i] = (T)((next_u32(st) >> 8) < lim);                                                 \
+    }                                                                                              \
+    break;
+/* a float 1.0 or 0.0 made from its bits, masked by the compare (a union: C99's type pun): the
+   compiler would branch on (float)b */
+#define EMB_BERNOULLI_BITS(T, U, ONE)                                                              \
+    {                                                                                              \
+        T *o = (T *)out;                                                                           \
+        for (i = 0; i < n; i++) {                                                                  \
+            union { U u; T f; } v;                                                                 \
+            v.u = ((U)0 - (U)((next_u32(st) >> 8) < lim)) & (ONE);                                 \
+            o[i] = v.f;                                                                            \
+        }                                                                                          \
     }                                                                                              \
     break;
 
 int emb_random_bernoulli(int dtype, int64_t n, uintptr_t state, double p, uintptr_t out)
 {
     uint32_t *s = (uint32_t *)state;
-    uint32_t st[4];
+    uint32_t st[4], lim = below(p);
     int64_t i;
     st[0] = s[0], st[1] = s[1], st[2] = s[2], st[3] = s[3];
     switch (dtype) {
     case EMB_U8: case EMB_I8: EMB_BERNOULLI(uint8_t)
     case EMB_I32: EMB_BERNOULLI(int32_t)
     case EMB_I64: EMB_BERNOULLI(int64_t)
-    case EMB_F64: EMB_BERNOULLI(double)
-    case EMB_F32: EMB_BERNOULLI(float)
+    case EMB_F64: EMB_BERNOULLI_BITS(double, uint64_t, 0x3FF0000000000000ull)
+    case EMB_F32: EMB_BERNOULLI_BITS(float, uint32_t, 0x3F800000u)
     default: return -1;
     }
     s[0] = st[0], s[1] = st[1], s[2] = st[2], s[3] = st[3];
