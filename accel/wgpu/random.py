@@ -22,6 +22,8 @@ Values are computed in float32 and stored in the output's type (float64 outputs 
 values). Where the kernel does not serve a case (bfloat16; float16 without the shader-f16
 feature; randint beyond int32 values, spans of 2^32, or to bool), the stream mode draws instead.
 """
+import struct
+
 from ember import dtypes
 from ember.backends.cpu.device import Cpu
 
@@ -53,10 +55,11 @@ fn philox(counter: vec4<u32>, key: vec2<u32>) -> vec4<u32> {
 }
 """
 
-# per kind: WGSL filling ``v`` (array<f32 or i32, 4>) from the words ``w``; P(i) reads param word i
+# per kind: (compute type, WGSL filling ``v`` from the words ``w``); parameters in words 50-51
 _BODIES = {
     "uniform": ("f32", "  let lo = bitcast<f32>(pw(50u)); let span = bitcast<f32>(pw(51u));\n"
-                       "  for (var j = 0u; j < 4u; j = j + 1u) { v[j] = lo + f32(w[j] >> 8u) * 5.9604644775390625e-08 * span; }\n"),
+                       "  for (var j = 0u; j < 4u; j = j + 1u) {\n"
+                       "    v[j] = lo + f32(w[j] >> 8u) * 5.9604644775390625e-08 * span;\n  }\n"),
     "normal": ("f32", "  let mean = bitcast<f32>(pw(50u)); let sd = bitcast<f32>(pw(51u));\n"
                       "  for (var j = 0u; j < 4u; j = j + 2u) {\n"
                       "    let u1 = f32((w[j] >> 8u) + 1u) * 5.9604644775390625e-08;\n"
@@ -80,7 +83,6 @@ def dispatch_key(generator):
 
 
 def _f32_bits(x):
-    import struct
     return struct.unpack("<I", struct.pack("<f", x))[0]
 
 

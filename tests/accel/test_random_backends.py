@@ -124,7 +124,8 @@ def test_c_frontend_functions_equal_the_pure_ones():
     def run(dev):
         ember.seed(5)
         x = ember.randn(3, 5, device=dev)
-        return bits(ember.rand(2, 3, device=dev).tolist() + x.tolist()[0] + ember.randn(7, dtype="float64", device=dev).tolist()
+        return bits(ember.rand(2, 3, device=dev).tolist() + x.tolist()[0]
+                    + ember.randn(7, dtype="float64", device=dev).tolist()
                     + ember.randint(-3, 9, (11,), device=dev).tolist()
                     + ember.random((4,), ember.Normal(1.0, 2.0), device=dev).tolist()
                     + ember.random((6,), ember.Bernoulli(0.4), device=dev).tolist()
@@ -275,7 +276,8 @@ def test_philox_seeds_and_dtypes(gpu):
     assert a == ember.randn(1000, generator=ember.Generator(8), device=gpu).tolist()
     assert a != ember.randn(1000, generator=ember.Generator(9), device=gpu).tolist()
     g = ember.Generator(8)
-    first, second = ember.randn(1000, generator=g, device=gpu).tolist(), ember.randn(1000, generator=g, device=gpu).tolist()
+    first = ember.randn(1000, generator=g, device=gpu).tolist()
+    second = ember.randn(1000, generator=g, device=gpu).tolist()
     assert first == a and second != a, "each call takes a new key"
     assert a != ember.randn(1000, generator=ember.Generator(8), device=PURE).tolist()  # not the Cpu's stream
     for dtype in ("float16", "float64"):
