@@ -1,8 +1,9 @@
 """ember's random numbers: xoshiro128++ on 32-bit words, so CPython and MicroPython give the same stream.
 
 ``Generator.draw`` defines what each kind of the ``random`` primitive gives (docs/architecture.md
-§4): the pure Cpu draws here on the host, the C-backed Cpu and NumPy give the same values from C,
-Wgpu draws on the GPU from key words taken from this stream. Uniform floats use 24 random bits:
+§4): the pure Cpu draws here on the host, the C-backed Cpu, NumPy and Wgpu give the same values
+(from C where it loads); only ``Wgpu(random="philox")`` draws other values, on the GPU, keyed by
+two words of this stream. Uniform floats use 24 random bits:
 exactly representable in float32.
 """
 import math
