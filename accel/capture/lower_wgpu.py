@@ -6,8 +6,9 @@ block the run allocates. The plan keeps all those blocks, so no other tensor eve
 and the dispatches can run again as they are. A replay is then one command encoder: the new inputs
 copied into the plan's input blocks, every dispatch (its parameters live in the plan's own uniform
 buffer, written once; its bind groups are made once), the outputs copied to fresh blocks (so a
-tensor the step returned is never overwritten by the next replay), and one ``submit``. Index
-checks the kernels made are armed again, so the next read raises as after an eager step.
+tensor the step returned is never overwritten by the next replay), and one ``submit``. Random draws
+run again before it (the generator advances; their new values are copied where the dispatches read
+them). Index checks the kernels made are armed again, so the next read raises as after an eager step.
 """
 from ember.accel.wgpu import index as _index
 from ember.accel.wgpu import runtime as _runtime
@@ -33,12 +34,19 @@ class _Recorder:
         self.blocks = []
         self.errors = []
         self.refused = None
-        self.random_dispatches = 0
+        self.draws = []  # the random entries, in order
         self._entry = None
         self._saved = []
 
     def entering(self, entry):
         self._entry = entry
+        if entry.name == "random":
+            self.draws.append(entry)
+
+    def drawing(self):
+        """Whether the running entry draws random numbers: its work is not recorded, it runs
+        again on each replay (a generator advances) and its result is copied where the plan reads it."""
+        return self._entry is not None and self._entry.name == "random"
 
     def start(self):
         rt, mem = self.dev.rt, self.dev.mem
@@ -46,13 +54,13 @@ class _Recorder:
         rec = self
 
         def recorded_dispatch(entry, buffers, words, groups):
-            if rec._entry is not None and rec._entry.name == "random":
-                rec.random_dispatches += 1
-            rec.dispatches.append((entry, tuple(buffers), tuple(words), groups))
+            if not rec.drawing():
+                rec.dispatches.append((entry, tuple(buffers), tuple(words), groups))
             return dispatch(entry, buffers, words, groups)
 
         def recorded_write(buf, offset, data):
-            rec.writes.append((buf, offset, bytes(data)))
+            if not rec.drawing():
+                rec.writes.append((buf, offset, bytes(data)))
             return write(buf, offset, data)
 
         def recorded_read(buf, offset, nbytes):
@@ -97,6 +105,7 @@ def lower(plan, trace):
     _copy(rt, [(a.block, p.block, _nbytes(a, dev)) for a, p in zip([trace.arrays[i] for i in plan.inputs],
                                                                     private)])
     rec = _Recorder(dev)
+    states = [(g, g.get_state()) for g, _ in trace.generators]  # the shadow run draws too
     with rt.lock:
         rt.flush()
         rec.start()
@@ -105,8 +114,14 @@ def lower(plan, trace):
             rt.flush()
         finally:
             rec.stop()
-    if rec.random_dispatches:
-        return None, "random numbers on the GPU take words the host draws on each call"
+            for g, st in states:
+                g.set_state(st)
+    draws = []
+    for e in rec.draws:
+        a = slots[e.out.i]
+        if not _contiguous(a):
+            return None, "a random draw gave a strided array"
+        draws.append((e, a))
     if rec.refused:
         return None, rec.refused
     if not rec.dispatches:
@@ -117,7 +132,7 @@ def lower(plan, trace):
         if type(a) is not WArray:
             return None, "an output is not a device array"
         outputs.append((s, a))
-    return WgpuPlan(plan, trace, private, rec, outputs, slots), None
+    return WgpuPlan(plan, trace, private, rec, outputs, slots, draws), None
 
 
 def _copy(rt, pairs):
@@ -131,7 +146,7 @@ def _copy(rt, pairs):
 
 
 class WgpuPlan:
-    def __init__(self, plan, trace, private, rec, outputs, shadow):
+    def __init__(self, plan, trace, private, rec, outputs, shadow, draws):
         dev = plan.base
         rt = dev.rt
         self.plan = plan
@@ -145,6 +160,7 @@ class WgpuPlan:
         self.writes = rec.writes
         self.errors = rec.errors
         self.outputs = outputs
+        self.draws = [(dev.random, e.args, a, _nbytes(a, dev)) for e, a in draws]
         self.nslots = plan.nslots
         n = len(rec.dispatches)
         size = max(n * _runtime.PARAM_BYTES, 256)
@@ -207,6 +223,9 @@ class WgpuPlan:
         mem = dev.mem
         slots = [None] * self.nslots
         with rt.lock:
+            # random draws first, in the step's order (they read only the generator): each new draw
+            # is copied into the block the recorded dispatches read
+            drawn = [(random(*args), a, n) for random, args, a, n in self.draws]
             rt.flush()
             q = rt.queue
             for buf, off, data in self.writes:
@@ -216,6 +235,10 @@ class WgpuPlan:
                 if n:
                     enc.copy_buffer_to_buffer(a.block.buffer.gpu, a.block.offset, p.block.buffer.gpu,
                                               p.block.offset, n)
+            for new, a, n in drawn:
+                if n:
+                    enc.copy_buffer_to_buffer(new.block.buffer.gpu, new.block.offset, a.block.buffer.gpu,
+                                              a.block.offset, n)
             cp = enc.begin_compute_pass()
             if rt._offset is not None:
                 ci = cp._internal

@@ -184,8 +184,10 @@ class Trace:
         # every class along the base's bases: a device equal to the base (ember.Cpu(kernels="python")
         # beside the C-backed Cpu) may run some of the step's ops, and its calls are the step's too
         from ember.backend import Backend
-        classes = [c for c in self.cls.__mro__ if c is not Backend and c is not object]
-        todo = list(classes)
+        # (Backend itself too: its default ``random`` draws on the host; calls from devices that are
+        # not the base pass through)
+        classes = [c for c in self.cls.__mro__ if c is not object]
+        todo = [c for c in classes if c is not Backend]
         while todo:  # and their subclasses: a C-backed Cpu beside a pure one
             for sub in todo.pop().__subclasses__():
                 if sub not in classes:

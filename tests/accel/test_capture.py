@@ -219,3 +219,28 @@ def test_two_devices_are_refused():
     caught = _refused(c, a, b)
     assert len(caught) == 1 and "two devices" in str(caught[0].message)
     assert c(a, b).tolist() == [2.0] * 3
+
+
+def _dropout_step(model, opt, x, y, g):
+    h = F.dropout(F.relu(model.fc1(x)), 0.5, training=True, generator=g)
+    loss = F.cross_entropy(model.fc2(h), y)
+    opt.step(loss.backward())
+    return loss
+
+
+@pytest.mark.parametrize("inner", [d for _, d in INNER], ids=IDS)
+def test_dropout_draws_fresh_masks_on_every_replay(inner):
+    (m1, o1), (m2, o2) = _pair(inner, MLP)
+    g1, g2 = ember.Generator(7), ember.Generator(7)
+    x, y = _data(Autodiff(inner), (6, 12))
+    step = compile(_dropout_step)
+    losses = []
+    for i in range(7):
+        a = _dropout_step(m1, o1, x, y, g1).tolist()
+        b = step(m2, o2, x, y, g2).tolist()
+        assert a == b, i
+        assert _weights(m1) == _weights(m2), i
+        losses.append(b)
+    assert g1.get_state() == g2.get_state()
+    assert len(set(losses[3:])) == len(losses[3:])  # new masks, new losses
+    assert step.stats["replayed"] >= 3 and not step.refused, (step.stats, step.refused)
