@@ -33,6 +33,18 @@ VEC4_MIN = 1 << 16  # elementwise ops on this many contiguous elements read and 
 VEC4_PER_THREAD = 1
 
 
+def _plain_words(nin):
+    """The parameter words of an elementwise kernel over ``nin`` contiguous inputs, 1-d, every
+    stride 1; ``_map`` fills in the size, the scalar and the offsets (codegen's layout)."""
+    words = [0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+    for _ in range(nin):
+        words += (0, 1, 0, 0, 0, 0, 0, 0, 0)
+    return array("I", words + [0, 1])  # the output's slot: its offset and stride
+
+
+_PLAIN_WORDS = [_plain_words(nin) for nin in range(4)]
+
+
 def _refs_of_temporary():
     """sys.getrefcount of an argument that only the callee holds (calibrated: it varies by version)."""
     def probe(x):
@@ -127,50 +139,69 @@ class Wgpu(Backend):
     def _map(self, key, spec, inputs, scalar, out):
         """Run the elementwise kernel ``key`` writing ``out`` (a view) from the arrays ``inputs`` and
         an optional scalar (two words); ``spec()`` gives its arguments for codegen.map_source."""
-        plain = out.strides is None
+        if out.strides is not None:
+            return self._map_strided(key, spec, inputs, scalar, out)
+        # the common case, kept short: every operand contiguous, one dim, the words from a template
+        words = _PLAIN_WORDS[len(inputs)][:]
+        buffers = []
+        storage = self.storage
+        offsets = 0  # the operands' element offsets or'ed together: vec4 needs them 4-aligned
+        k = 12  # codegen.slot(0)
         for a in inputs:
             if a.strides is not None:
-                plain = False
-        if not plain:
-            self._launch(key, lambda: codegen.map_source(*spec()),
-                         [self._spec(a) for a in inputs] + [self._spec(out)], out.shape, scalar=scalar)
-            return out
-        # the common case, kept short: every operand contiguous, one dim
-        n = numel(out.shape)
-        if n == 0:
-            return out
-        storage = self.storage
-        words = [n, 1, 0, 0, n, 0, 0, 0, 0, 0, 0, 0]
-        if scalar is not None:
-            words[2], words[3] = scalar
-        buffers = []
-        aligned = n & 3 == 0
-        for a in inputs:
+                return self._map_strided(key, spec, inputs, scalar, out)
             block = a.block
-            base = block.offset // storage[a.dtype].itemsize + a.offset
-            aligned = aligned and base & 3 == 0
-            words += (base, 1, 0, 0, 0, 0, 0, 0, 0)
+            base = a.offset
+            if block.offset:
+                base += block.offset // storage[a.dtype].itemsize
+            if base:
+                words[k] = base
+                offsets |= base
+            k += 9
             buffers.append(block.buffer)
         block = out.block
-        base = block.offset // storage[out.dtype].itemsize + out.offset
-        words += (base, 1)
+        base = out.offset
+        if block.offset:
+            base += block.offset // storage[out.dtype].itemsize
+        if base:
+            words[k] = base
+            offsets |= base
         buffers.append(block.buffer)
-        rt = self.rt
-        if aligned and base & 3 == 0 and n >= VEC4_MIN:
-            vec = VEC4_PER_THREAD
-            vkey = key + ("vec4", vec)
-            entry = rt._pipelines.get(vkey)
-            if entry is None:
-                entry = rt.pipeline(vkey, lambda: codegen.map_source(*spec(), vec=vec), len(buffers))
-            words[0] = n >> 2
-            for k in range(len(buffers)):
-                words[codegen.slot(k)] >>= 2
-            rt.dispatch(entry, buffers, words, ((n >> 2) + 255 * vec) // (256 * vec))
+        n = 1
+        for d in out.shape:
+            n *= d
+        if n == 0:
             return out
+        words[0] = words[4] = n
+        if scalar is not None:
+            words[2], words[3] = scalar
+        rt = self.rt
+        if n >= VEC4_MIN and (n | offsets) & 3 == 0:
+            return self._map_vec4(key, spec, buffers, words, n, out)
         entry = rt._pipelines.get(key)
         if entry is None:
             entry = rt.pipeline(key, lambda: codegen.map_source(*spec()), len(buffers))
         rt.dispatch(entry, buffers, words, (n + 255) >> 8)
+        return out
+
+    def _map_vec4(self, key, spec, buffers, words, n, out):
+        """``_map``'s plain kernel on vec4s (every operand 4-aligned, ``n`` a multiple of 4)."""
+        rt = self.rt
+        vec = VEC4_PER_THREAD
+        vkey = key + ("vec4", vec)
+        entry = rt._pipelines.get(vkey)
+        if entry is None:
+            entry = rt.pipeline(vkey, lambda: codegen.map_source(*spec(), vec=vec), len(buffers))
+        words[0] = n >> 2
+        for k in range(len(buffers)):
+            words[codegen.slot(k)] >>= 2
+        rt.dispatch(entry, buffers, words, ((n >> 2) + 255 * vec) // (256 * vec))
+        return out
+
+    def _map_strided(self, key, spec, inputs, scalar, out):
+        """``_map`` where an operand is a strided view: the strides go in the parameters."""
+        self._launch(key, lambda: codegen.map_source(*spec()),
+                     [self._spec(a) for a in inputs] + [self._spec(out)], out.shape, scalar=scalar)
         return out
 
     def _spec(self, a, strides=None):
@@ -407,7 +438,7 @@ class Wgpu(Backend):
         plan = self._plans.get((op, x.dtype, mode))
         if plan is None:
             plan = self._binary_plan(op, x.dtype, mode)
-        key, rec, spec = plan
+        key, rec, spec, itemsize = plan
         scalar = None
         if mode:
             s = b if ta else a
@@ -427,7 +458,11 @@ class Wgpu(Backend):
         if out is None and tb and refs_b <= _TEMP_REFS and b is not a:
             out = self._donor(b, rec.out, b.shape, refs_b)
         if out is None:
-            out = self._alloc(x.shape, rec.out)
+            shape = x.shape
+            n = 1
+            for d in shape:
+                n *= d
+            out = WArray(self.mem.alloc(n * itemsize), shape, rec.out)
         return self._map(key, spec, (a, b) if mode == 0 else (x,), scalar, out)
 
     def _binary_plan(self, op, dtype, mode, rec=None):
@@ -445,7 +480,7 @@ class Wgpu(Backend):
             store, libs = ops.store(rec.ct, rec.out, ost, rec.is_bool_expr)
             loads = [ops.load(st, rec.ct)] * n + ([] if sct is None else ["{}"])
             return self._source([st] * n, sct, loads, ost, store, rec.fn(*names), rec.libs + tuple(libs))
-        plan = (("b", op, dtype.name, rec.ct, mode), rec, spec)
+        plan = (("b", op, dtype.name, rec.ct, mode), rec, spec, self.storage[rec.out].itemsize)
         self._plans[(op, dtype, mode)] = plan
         return plan
 
@@ -458,7 +493,7 @@ class Wgpu(Backend):
             wide = ops.binary_recipe(op, dtypes.int64, True, True)
             rec = ops.Recipe(wide.ct, wide.fn, wide.libs, dtypes.bool_ if wide.out is dtypes.bool_ else dtype,
                              wide.is_bool_expr)
-            key, rec, spec = self._binary_plan(op, dtype, 1 if ta else 2, rec)
+            key, rec, spec, _ = self._binary_plan(op, dtype, 1 if ta else 2, rec)
             del self._plans[(op, dtype, 1 if ta else 2)]  # the wide recipe serves this call only
             key = key + ("wide",)
             out = self._alloc(x.shape, rec.out)

@@ -96,8 +96,12 @@ class BufferPool:
     # -- public ---------------------------------------------------------------------------------
     def alloc(self, nbytes):
         """A block of at least ``nbytes`` bytes (rounded up to 256)."""
-        with self.lock:
+        lock = self.lock
+        lock.acquire()  # not ``with``: once per op, and try/finally costs half as much
+        try:
             return self._alloc(nbytes)
+        finally:
+            lock.release()
 
     def _alloc(self, nbytes):
         size = self._sizes.get(nbytes)
@@ -123,8 +127,12 @@ class BufferPool:
         return block
 
     def release(self, block):
-        with self.lock:
+        lock = self.lock
+        lock.acquire()
+        try:
             self._release(block)
+        finally:
+            lock.release()
 
     def _release(self, block):
         self.in_use -= block.size
