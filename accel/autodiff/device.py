@@ -180,19 +180,26 @@ class Autodiff(Decorator):
         from ember.composite import COMPOSITES, all_on, backward_for, run, unwrap_args
         backward = backward_for(self.inner, name)
         if backward is None or not all_on(self, args, kwargs) or \
-                any(isinstance(v, ember.Tensor) and v.requires_grad for v in kwargs.values()):
+                (kwargs and any(isinstance(v, ember.Tensor) and v.requires_grad for v in kwargs.values())):
             # the body: it names mixed devices, and a backward gives gradients to positional arguments only
             return COMPOSITES[name](*args, **kwargs)
         inner_args, inner_kwargs = unwrap_args(self, args, kwargs)
         out = run(self.inner, name, inner_args, inner_kwargs)
-        parents = tuple(a._data.node if isinstance(a, ember.Tensor) and a.device == self else None for a in args)
+        Tensor = ember.Tensor
+        parents = []
+        found = False
+        for a in args:
+            node = a._data.node if type(a) is Tensor and (a.device is self or a.device == self) else None
+            if node is not None:
+                found = True
+            parents.append(node)
         wrapped = AdArray(out._data, out.shape, out.dtype)
-        if grad_mode.enabled and out.dtype.kind == "f" and any(p is not None for p in parents):
-            wrapped.node = Node(parents, lambda g: backward(g, out, *inner_args, **inner_kwargs),
+        if found and grad_mode.enabled and out.dtype.kind == "f":
+            wrapped.node = Node(tuple(parents), lambda g: backward(g, out, *inner_args, **inner_kwargs),
                                 out.shape, out.dtype)
             if self.checkpointing:
                 wrapped.node.kept = out._data
-        return ember.Tensor(wrapped, out.shape, out.dtype, self)
+        return Tensor(wrapped, out.shape, out.dtype, self)
 
     # -- data in and out (the shape and dtype of every result come from ember.ops.infer) -------------
     def from_list(self, flat, shape, dtype):

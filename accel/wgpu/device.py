@@ -83,7 +83,8 @@ class Wgpu(Backend):
         self.mem = mem
         self.storage = storage_table(rt.has_f16, rt.has_i64)
         self._recipes = {}
-        self._plans = {}
+        self._plans = {}  # (op, dtype, mode) -> what binary needs (_binary_plan)
+        self._unary_plans = {}  # (op, dtype) -> what unary needs (_unary_plan)
         self.adapter = rt.label
 
     def key(self):
@@ -419,8 +420,22 @@ class Wgpu(Backend):
         if dtype.kind != "f" and op in ROUNDING:
             return x
         refs = sys.getrefcount(x)
+        plan = self._unary_plans.get((op, dtype))
+        if plan is None:
+            plan = self._unary_plan(op, dtype)
+        key, rec, build, itemsize = plan
+        out = self._donor(x, rec.out, x.shape, refs) if refs <= _TEMP_REFS else None
+        if out is None:
+            shape = x.shape
+            n = 1
+            for d in shape:
+                n *= d
+            out = WArray(self.mem.alloc(n * itemsize), shape, rec.out)
+        return self._map(key, build, (x,), None, out)
+
+    def _unary_plan(self, op, dtype):
+        """(kernel key, recipe, codegen spec, output itemsize) of unary ``op`` on ``dtype``."""
         rec = self._recipe("u", op, dtype)
-        out = self._donor(x, rec.out, x.shape, refs) or self._alloc(x.shape, rec.out)
         st = self.storage[dtype].wgsl
         ost = self.storage[rec.out].wgsl
 
@@ -428,7 +443,8 @@ class Wgpu(Backend):
             store, libs = ops.store(rec.ct, rec.out, ost, rec.is_bool_expr)
             return self._source([st], None, [ops.load(st, rec.ct)], ost, store, rec.fn("x0"),
                                 rec.libs + tuple(libs))
-        return self._map(("u", op, dtype.name), build, [x], None, out)
+        plan = self._unary_plans[(op, dtype)] = (("u", op, dtype.name), rec, build, self.storage[rec.out].itemsize)
+        return plan
 
     def binary(self, op, a, b):
         refs_a, refs_b = sys.getrefcount(a), sys.getrefcount(b)
@@ -466,8 +482,8 @@ class Wgpu(Backend):
         return self._map(key, spec, (a, b) if mode == 0 else (x,), scalar, out)
 
     def _binary_plan(self, op, dtype, mode, rec=None):
-        """(kernel key, recipe, codegen spec) of ``op`` on ``dtype``; mode 0: two arrays, 1: array
-        and scalar, 2: scalar and array."""
+        """(kernel key, recipe, codegen spec, output itemsize) of ``op`` on ``dtype``; mode 0: two
+        arrays, 1: array and scalar, 2: scalar and array."""
         rec = rec or self._recipe("b", op, dtype)
         st = self.storage[dtype].wgsl
         ost = self.storage[rec.out].wgsl
