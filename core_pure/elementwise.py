@@ -114,8 +114,8 @@ def _binary(op, a, b):
         shape = t.shape
     out_dtype = dtypes.bool_ if BINARY_TRAIT[op] == "compare" else dtype
     out = dev.binary(op, pa, pb)
-    if type(a) is Tensor and a.dtype is dtype and (type(b) is not Tensor or b.dtype is dtype):
-        _SAME_DTYPE[(op, dtype)] = out_dtype  # the fast paths may skip promotion next time
+    if (type(a) is not Tensor or a.dtype is dtype) and (type(b) is not Tensor or b.dtype is dtype):
+        _SAME_DTYPE[(op, dtype)] = out_dtype  # op runs in its operands' dtype: the fast paths may skip promotion
     return Tensor(out, shape, out_dtype, dev)
 
 

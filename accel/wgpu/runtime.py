@@ -41,7 +41,8 @@ _MAX_BIND_GROUPS = 8192
 WANTED_FEATURES = ("shader-f16", "shader-f64", "shader-int64", "cooperative-matrix")
 
 _PACKERS = {}
-_LITTLE = sys.byteorder == "little" and _ARRAY("I").itemsize == 4  # parameters are little-endian u32s: an array("I") is copied as is
+# parameters are little-endian u32 words: here an array("I") holds them as they are, copied unpacked
+_LITTLE = sys.byteorder == "little" and _ARRAY("I").itemsize == 4
 
 
 def _packer(n):
