@@ -320,12 +320,12 @@ def main_cpython(argv):
     import json
 
     from _load import LoadMeter  # bench/_load.py (CPython only: this script also runs on MicroPython)
+    import op_overhead  # bench/op_overhead.py (CPython only too)
     import platform
     import random
 
     args = parse_args(argv)
     if args.overhead_only:
-        import op_overhead  # bench/op_overhead.py
         out = op_overhead.measure(args.rounds, args.target, not args.no_wgpu)
         for line in op_overhead.report(out):
             print(line)
@@ -405,7 +405,6 @@ def main_cpython(argv):
     print_tables(result, spread, impls, kept, (args.rounds, big_rounds), foreign, quiet_small and quiet_big,
                  mpy, mpy_info)
     if not args.no_overhead:
-        import op_overhead  # bench/op_overhead.py
         overhead = op_overhead.measure(args.rounds, args.target, not args.no_wgpu)
         for line in op_overhead.report(overhead):
             print(line)
@@ -427,18 +426,7 @@ def main_cpython(argv):
     result["versions"] = {"python": platform.python_version(),
                           "numpy": refs["numpy"][1] if refs["numpy"][0] else None,
                           "torch": refs["torch"][1] if refs["torch"][0] else None}
-    print(json.dumps(_rounded(result), sort_keys=True))
-
-
-def _rounded(x):
-    """Floats cut to 4 significant digits: the machine's noise is far larger."""
-    if type(x) is float:
-        return float("%.4g" % x)
-    if type(x) is dict:
-        return {k: _rounded(v) for k, v in x.items()}
-    if type(x) is list:
-        return [_rounded(v) for v in x]
-    return x
+    print(json.dumps(op_overhead.rounded(result), sort_keys=True))
 
 
 def _cpu_count():

@@ -113,9 +113,15 @@ class Wgpu(Backend):
         return self.mem.trim()
 
     # -- arrays -----------------------------------------------------------------------------------
-    def _alloc(self, shape, dtype):
-        st = self.storage[dtype]
-        return WArray(self.mem.alloc(numel(shape) * st.itemsize), tuple(shape), dtype)
+    def _alloc(self, shape, dtype, itemsize=None):
+        """A new contiguous array; ``itemsize`` (bytes per element of ``dtype``'s storage) where
+        the caller has it at hand."""
+        if itemsize is None:
+            itemsize = self.storage[dtype].itemsize
+        n = 1
+        for d in shape:
+            n *= d
+        return WArray(self.mem.alloc(n * itemsize), tuple(shape), dtype)
 
     def _base(self, a):
         """``a``'s first element as an index into its buffer (in elements of its storage type)."""
@@ -140,15 +146,13 @@ class Wgpu(Backend):
     def _map(self, key, spec, inputs, scalar, out):
         """Run the elementwise kernel ``key`` writing ``out`` (a view) from the arrays ``inputs`` and
         an optional scalar (two words); ``spec()`` gives its arguments for codegen.map_source."""
-        if out.strides is not None:
-            return self._map_strided(key, spec, inputs, scalar, out)
         # the common case, kept short: every operand contiguous, one dim, the words from a template
         words = _PLAIN_WORDS[len(inputs)][:]
         buffers = []
         storage = self.storage
         offsets = 0  # the operands' element offsets or'ed together: vec4 needs them 4-aligned
-        k = 12  # codegen.slot(0)
-        for a in inputs:
+        k = 12  # codegen.slot(0); the output's slot follows the inputs'
+        for a in (*inputs, out):
             if a.strides is not None:
                 return self._map_strided(key, spec, inputs, scalar, out)
             block = a.block
@@ -160,14 +164,6 @@ class Wgpu(Backend):
                 offsets |= base
             k += 9
             buffers.append(block.buffer)
-        block = out.block
-        base = out.offset
-        if block.offset:
-            base += block.offset // storage[out.dtype].itemsize
-        if base:
-            words[k] = base
-            offsets |= base
-        buffers.append(block.buffer)
         n = 1
         for d in out.shape:
             n *= d
@@ -426,11 +422,7 @@ class Wgpu(Backend):
         key, rec, build, itemsize = plan
         out = self._donor(x, rec.out, x.shape, refs) if refs <= _TEMP_REFS else None
         if out is None:
-            shape = x.shape
-            n = 1
-            for d in shape:
-                n *= d
-            out = WArray(self.mem.alloc(n * itemsize), shape, rec.out)
+            out = self._alloc(x.shape, rec.out, itemsize)
         return self._map(key, build, (x,), None, out)
 
     def _unary_plan(self, op, dtype):
@@ -474,11 +466,7 @@ class Wgpu(Backend):
         if out is None and tb and refs_b <= _TEMP_REFS and b is not a:
             out = self._donor(b, rec.out, b.shape, refs_b)
         if out is None:
-            shape = x.shape
-            n = 1
-            for d in shape:
-                n *= d
-            out = WArray(self.mem.alloc(n * itemsize), shape, rec.out)
+            out = self._alloc(x.shape, rec.out, itemsize)
         return self._map(key, spec, (a, b) if mode == 0 else (x,), scalar, out)
 
     def _binary_plan(self, op, dtype, mode, rec=None):
