@@ -1,6 +1,7 @@
 """Per-op speed of ember's pure-Python Cpu backend beside numpy and PyTorch, measured in one run.
 
     python bench/ops.py [--rounds N] [--target S] [--threads N] [--no-mpy] [--mpy-runner PATH]
+                        [--no-overhead | --overhead-only] [--no-wgpu]
 
 Small ops (add, mul, sum of 16 floats; a 4x4 matmul) show the fixed cost of one op; square
 matmuls (64, 128) show the pure-Python arithmetic rate in MFLOP/s (2 n^3 per product). Every
@@ -9,7 +10,9 @@ shared machine hit all of them alike; a cell is the median over rounds, shown wi
 
 The same file runs under MicroPython (``node tests/mpy/run.mjs --script bench/ops.py``) and then
 measures ember alone there; on CPython it starts that run itself unless ``--no-mpy`` is given.
-The last line printed is one JSON object (keys in bench/README.md).
+Then the per-op overhead of ember's layers (``bench/op_overhead.py``): ``autodiff_record_us``,
+recording one op on ``Autodiff(Cpu())``, and ``wgpu_dispatch_us``, queuing one op on ``Wgpu``, with
+the Python call depth of each. The last line printed is one JSON object (keys in bench/README.md).
 """
 import sys
 import time
@@ -210,6 +213,10 @@ def parse_args(argv):
     p.add_argument("--no-mpy", action="store_true", help="skip the MicroPython run")
     p.add_argument("--mpy-runner", default=None,
                    help="the MicroPython runner script (default tests/mpy/run.mjs)")
+    p.add_argument("--no-overhead", action="store_true",
+                   help="skip the per-op overhead figures (Autodiff recording, Wgpu dispatch)")
+    p.add_argument("--overhead-only", action="store_true", help="measure only the per-op overhead")
+    p.add_argument("--no-wgpu", action="store_true", help="leave Wgpu out of the per-op overhead")
     return p.parse_args(argv)
 
 
@@ -313,10 +320,17 @@ def main_cpython(argv):
     import json
 
     from _load import LoadMeter  # bench/_load.py (CPython only: this script also runs on MicroPython)
+    import op_overhead  # bench/op_overhead.py (CPython only too)
     import platform
     import random
 
     args = parse_args(argv)
+    if args.overhead_only:
+        out = op_overhead.measure(args.rounds, args.target, not args.no_wgpu)
+        for line in op_overhead.report(out):
+            print(line)
+        print(json.dumps(op_overhead.rounded(out), sort_keys=True))
+        return
     refs = load_references(args.threads)
     conv = converters(refs)
     impls = [name for name in ("ember", "numpy", "torch", "numpy_backend") if name in conv]
@@ -390,6 +404,18 @@ def main_cpython(argv):
     kept = (len(keep_small), len(keep_big))
     print_tables(result, spread, impls, kept, (args.rounds, big_rounds), foreign, quiet_small and quiet_big,
                  mpy, mpy_info)
+    if not args.no_overhead:
+        overhead = op_overhead.measure(args.rounds, args.target, not args.no_wgpu)
+        for line in op_overhead.report(overhead):
+            print(line)
+        print()
+        for key, value in overhead.items():
+            if key == "spread":
+                spread.update(value)
+            else:
+                result[key] = value
+        for key, goal in op_overhead.GOALS.items():
+            result["goal_" + key] = goal
     result["goal_add16_us"] = GOALS["add16_us"]
     result["goal_pure_matmul_128_mflops"] = GOALS["pure_matmul_128_mflops"]
     result["rounds"] = [args.rounds, big_rounds]
@@ -400,18 +426,7 @@ def main_cpython(argv):
     result["versions"] = {"python": platform.python_version(),
                           "numpy": refs["numpy"][1] if refs["numpy"][0] else None,
                           "torch": refs["torch"][1] if refs["torch"][0] else None}
-    print(json.dumps(_rounded(result), sort_keys=True))
-
-
-def _rounded(x):
-    """Floats cut to 4 significant digits: the machine's noise is far larger."""
-    if type(x) is float:
-        return float("%.4g" % x)
-    if type(x) is dict:
-        return {k: _rounded(v) for k, v in x.items()}
-    if type(x) is list:
-        return [_rounded(v) for v in x]
-    return x
+    print(json.dumps(op_overhead.rounded(result), sort_keys=True))
 
 
 def _cpu_count():

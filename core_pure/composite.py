@@ -134,11 +134,12 @@ def all_on(device, args, kwargs):
     its first op names both devices)."""
     Tensor = _tensor_class()
     for a in args:
-        if type(a) is Tensor and a.device != device:
+        if type(a) is Tensor and a.device is not device and a.device != device:
             return False
-    for a in kwargs.values():
-        if type(a) is Tensor and a.device != device:
-            return False
+    if kwargs:
+        for a in kwargs.values():
+            if type(a) is Tensor and a.device is not device and a.device != device:
+                return False
     return True
 
 
@@ -146,12 +147,18 @@ def unwrap_args(device, args, kwargs):
     """``args`` and ``kwargs`` with every tensor on decorator ``device`` moved to its inner device (no copy)."""
     inner = device.inner
     Tensor = _tensor_class()
-
-    def down(a):
-        if type(a) is Tensor and a.device == device:
-            return Tensor(device.unwrap(a._data), a.shape, a.dtype, inner)
-        return a
-    return [down(a) for a in args], {k: down(v) for k, v in kwargs.items()}
+    out = []
+    for a in args:  # a loop, not a comprehension: this runs for every composite call on a decorator
+        if type(a) is Tensor and (a.device is device or a.device == device):
+            a = Tensor(device.unwrap(a._data), a.shape, a.dtype, inner)
+        out.append(a)
+    inner_kwargs = {}
+    if kwargs:
+        for k, a in kwargs.items():
+            if type(a) is Tensor and (a.device is device or a.device == device):
+                a = Tensor(device.unwrap(a._data), a.shape, a.dtype, inner)
+            inner_kwargs[k] = a
+    return out, inner_kwargs
 
 
 def wrap_result(device, out):

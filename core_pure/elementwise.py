@@ -53,8 +53,37 @@ def _scalar_as(value, dtype):
     return bool(value)
 
 
+# (op, dtype) -> the result dtype of ``op`` on operands of ``dtype`` where the op runs in that
+# dtype itself (no cast); filled by the general path, read by the fast paths for same-dtype operands
+_SAME_DTYPE = {}
+
+
 def binary(op, a, b):
     """``a op b`` where at least one side is a Tensor and the other a Tensor or Python scalar."""
+    if type(a) is Tensor:
+        dtype = a.dtype
+        dev = a.device
+        if type(b) is Tensor:
+            # fast path: one device, one shape, one dtype that the op runs in (most ops in a model)
+            if b.dtype is dtype and b.device is dev and b.shape == a.shape:
+                out = _SAME_DTYPE.get((op, dtype))
+                if out is not None:
+                    return Tensor(dev.binary(op, a._data, b._data), a.shape, out, dev)
+        elif (type(b) is float and dtype.kind == "f") or (type(b) is int and dtype.kind != "b"):
+            # fast path: a tensor and a Python number that keeps its dtype (x * 0.5, i + 1)
+            out = _SAME_DTYPE.get((op, dtype))
+            if out is not None:
+                return Tensor(dev.binary(op, a._data, _scalar_as(b, dtype)), a.shape, out, dev)
+    elif type(b) is Tensor and ((type(a) is float and b.dtype.kind == "f") or (type(a) is int and b.dtype.kind != "b")):
+        dtype = b.dtype
+        out = _SAME_DTYPE.get((op, dtype))
+        if out is not None:  # 1 - x, 2.0 * x
+            return Tensor(b.device.binary(op, _scalar_as(a, dtype), b._data), b.shape, out, b.device)
+    return _binary(op, a, b)
+
+
+def _binary(op, a, b):
+    """``binary``'s general path: promotion, casts, broadcasting, numpy scalars."""
     if type(a) is Tensor and type(b) is Tensor:
         dev = same_device(a, b, op)
         dtype = a.dtype if a.dtype is b.dtype else dtypes.promote(a.dtype, b.dtype)
@@ -83,32 +112,35 @@ def binary(op, a, b):
         s = _scalar_as(s, dtype)
         pa, pb = (pt, s) if t is a else (s, pt)
         shape = t.shape
+    out_dtype = dtypes.bool_ if BINARY_TRAIT[op] == "compare" else dtype
     out = dev.binary(op, pa, pb)
-    return Tensor(out, shape, dtypes.bool_ if BINARY_TRAIT[op] == "compare" else dtype, dev)
+    if (type(a) is not Tensor or a.dtype is dtype) and (type(b) is not Tensor or b.dtype is dtype):
+        _SAME_DTYPE[(op, dtype)] = out_dtype  # op runs in its operands' dtype: the fast paths may skip promotion
+    return Tensor(out, shape, out_dtype, dev)
 
 
 def unary(op, x):
     dev = x.device
     data = x._data
     dtype = x.dtype
-    if op in ("isnan", "isinf") and dtype.kind != "f":
-        return Tensor(dev.full(x.shape, False, dtypes.bool_), x.shape, dtypes.bool_, dev)
+    if dtype.kind == "f" and op != "logical_not":  # the common case first: a float op on floats
+        return Tensor(dev.unary(op, data), x.shape, dtypes.bool_ if op == "isnan" or op == "isinf" else dtype, dev)
     if op == "logical_not":
         if dtype is not dtypes.bool_:
             data = dev.cast(data, dtypes.bool_)
         return Tensor(dev.unary(op, data), x.shape, dtypes.bool_, dev)
-    if dtype.kind != "f":
-        trait = UNARY_TRAIT[op]
-        if trait == "rounding":
-            return x.clone()
-        if trait == "float":
-            dtype = dtypes.default_float
-        elif dtype.kind == "b":
-            dtype = dtypes.int64
-        if dtype is not x.dtype:
-            data = dev.cast(data, dtype)
-    out = dev.unary(op, data)
-    return Tensor(out, x.shape, dtypes.bool_ if op in ("isnan", "isinf") else dtype, dev)
+    if op == "isnan" or op == "isinf":  # bool and integer values are never nan or inf
+        return Tensor(dev.full(x.shape, False, dtypes.bool_), x.shape, dtypes.bool_, dev)
+    trait = UNARY_TRAIT[op]
+    if trait == "rounding":
+        return x.clone()
+    if trait == "float":
+        dtype = dtypes.default_float
+    elif dtype.kind == "b":
+        dtype = dtypes.int64
+    if dtype is not x.dtype:
+        data = dev.cast(data, dtype)
+    return Tensor(dev.unary(op, data), x.shape, dtype, dev)
 
 
 def where(cond, a, b):

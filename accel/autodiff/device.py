@@ -9,7 +9,8 @@ import ember
 from ember import dtypes
 from ember.backend import Decorator, grad_device
 from ember.errors import ArgumentError, DTypeError, ShapeError
-from ember.ops import infer
+from ember.dtypes import bool_ as _BOOL
+from ember.ops import BINARY_TRAIT, UNARY_TRAIT, infer
 
 from . import rules
 from .gradients import Gradients
@@ -37,8 +38,21 @@ class _Const:
         self.value = value
 
 
-def _value(a):
-    return a.value if type(a) is AdArray else a
+def _on(inner, a):
+    """An AdArray as an ``inner``-device tensor (records nothing); a Python scalar stays one."""
+    return ember.Tensor(a.value, a.shape, a.dtype, inner) if type(a) is AdArray else a
+
+
+def _parents(inputs):
+    """The inputs' nodes (None for an input without one), or None when no input has a node."""
+    parents = []
+    found = False
+    for a in inputs:
+        node = a.node if type(a) is AdArray else None
+        if node is not None:
+            found = True
+        parents.append(node)
+    return tuple(parents) if found else None
 
 
 class Autodiff(Decorator):
@@ -75,27 +89,19 @@ class Autodiff(Decorator):
         out = AdArray(value, shape, dtype)
         if not grad_mode.enabled or dtype.kind != "f":
             return out
-        parents = tuple(a.node if type(a) is AdArray else None for a in inputs)
-        for p in parents:
-            if p is not None:
-                out.node = Node(parents, make_rule(out), shape, dtype)
-                if self.checkpointing:
-                    out.node.kept = value  # a recompute source for the elementwise ops after it
-                break
+        parents = _parents(inputs)
+        if parents is not None:
+            out.node = Node(parents, make_rule(out), shape, dtype)
+            if self.checkpointing:
+                out.node.kept = value  # a recompute source for the elementwise ops after it
         return out
 
-    def _elementwise(self, value, spec, inputs, rule, recompute):
-        """Record an elementwise op. ``rule(ins, out)`` builds its backward from AdArrays;
-        ``recompute(values)`` redoes the op from its inputs' inner values."""
-        if not self.checkpointing:
-            return self._record(value, spec, inputs, lambda out: rule(inputs, out))
-        shape, dtype = spec
-        out = AdArray(value, shape, dtype)
-        if not grad_mode.enabled or dtype.kind != "f":
-            return out
-        parents = tuple(a.node if type(a) is AdArray else None for a in inputs)
-        if all(p is None for p in parents):
-            return out
+    def _checkpointed(self, out, inputs, rule, recompute):
+        """Attach to ``out`` (an elementwise result some of whose ``inputs`` have nodes) a node that
+        keeps no array: ``rule(ins, out)`` builds its backward from AdArrays and ``recompute(values)``
+        redoes the op from its inputs' inner values, both when backward runs."""
+        shape, dtype = out.shape, out.dtype
+        parents = _parents(inputs)
         # keep nodes (which can recompute) and constants, never the inputs' arrays themselves
         sources = tuple(a.node if type(a) is AdArray and a.node is not None else
                         (_Const(a.value) if type(a) is AdArray else a) for a in inputs)
@@ -114,6 +120,20 @@ class Autodiff(Decorator):
             return recompute(materialize()[1])
         out.node = Node(parents, backward, shape, dtype)
         out.node.recompute = output
+        return out
+
+    def _elementwise(self, value, spec, inputs, rule, recompute):
+        """Record an elementwise op (``where``, ``cast``; ``unary`` and ``binary`` inline this).
+        ``rule(ins, out)`` builds its backward from AdArrays; ``recompute(values)`` redoes the op
+        from its inputs' inner values."""
+        shape, dtype = spec
+        out = AdArray(value, shape, dtype)
+        parents = _parents(inputs) if grad_mode.enabled and dtype.kind == "f" else None
+        if parents is None:
+            return out
+        if self.checkpointing:
+            return self._checkpointed(out, inputs, rule, recompute)
+        out.node = Node(parents, rule(inputs, out), shape, dtype)
         return out
 
     def wrap(self, value, shape, dtype):
@@ -160,19 +180,26 @@ class Autodiff(Decorator):
         from ember.composite import COMPOSITES, all_on, backward_for, run, unwrap_args
         backward = backward_for(self.inner, name)
         if backward is None or not all_on(self, args, kwargs) or \
-                any(isinstance(v, ember.Tensor) and v.requires_grad for v in kwargs.values()):
+                (kwargs and any(isinstance(v, ember.Tensor) and v.requires_grad for v in kwargs.values())):
             # the body: it names mixed devices, and a backward gives gradients to positional arguments only
             return COMPOSITES[name](*args, **kwargs)
         inner_args, inner_kwargs = unwrap_args(self, args, kwargs)
         out = run(self.inner, name, inner_args, inner_kwargs)
-        parents = tuple(a._data.node if isinstance(a, ember.Tensor) and a.device == self else None for a in args)
+        Tensor = ember.Tensor
+        parents = []
+        found = False
+        for a in args:
+            node = a._data.node if type(a) is Tensor and (a.device is self or a.device == self) else None
+            if node is not None:
+                found = True
+            parents.append(node)
         wrapped = AdArray(out._data, out.shape, out.dtype)
-        if grad_mode.enabled and out.dtype.kind == "f" and any(p is not None for p in parents):
-            wrapped.node = Node(parents, lambda g: backward(g, out, *inner_args, **inner_kwargs),
+        if found and grad_mode.enabled and out.dtype.kind == "f":
+            wrapped.node = Node(tuple(parents), lambda g: backward(g, out, *inner_args, **inner_kwargs),
                                 out.shape, out.dtype)
             if self.checkpointing:
                 wrapped.node.kept = out._data
-        return ember.Tensor(wrapped, out.shape, out.dtype, self)
+        return Tensor(wrapped, out.shape, out.dtype, self)
 
     # -- data in and out (the shape and dtype of every result come from ember.ops.infer) -------------
     def from_list(self, flat, shape, dtype):
@@ -219,20 +246,53 @@ class Autodiff(Decorator):
         return self._record(value, infer("cat", arrays, dim), arrays, lambda out: rules.cat_rule(sizes, dim))
 
     # -- elementwise ---------------------------------------------------------------------------------
+    # unary and binary record inline, with the backward rule built only when backward runs: they
+    # are most of a model's ops, and each layer of Python here is paid on every one of them
     def unary(self, op, a):
         inner = self.inner
-        return self._elementwise(inner.unary(op, a.value), infer("unary", op, a), (a,),
-                                 lambda ins, out: rules.unary_rule(op, self._t(ins[0]), self._t(out)),
-                                 lambda vals: inner.unary(op, vals[0]))
+        value = inner.unary(op, a.value)
+        shape = a.shape
+        dtype = _BOOL if UNARY_TRAIT[op] == "to_bool" else a.dtype  # ember.ops.infer("unary", ...)
+        out = AdArray(value, shape, dtype)
+        parent = a.node
+        if parent is None or dtype.kind != "f" or not grad_mode.enabled:
+            return out
+        if self.checkpointing:
+            return self._checkpointed(out, (a,), lambda ins, y: rules.unary_rule(op, self._t(ins[0]), self._t(y)),
+                                      lambda vals: inner.unary(op, vals[0]))
+        x_value, x_dtype = a.value, a.dtype
+
+        def backward(g):
+            return rules.unary_rule(op, ember.Tensor(x_value, shape, x_dtype, inner),
+                                    ember.Tensor(value, shape, dtype, inner))(g)
+        out.node = Node((parent,), backward, shape, dtype)
+        return out
 
     def binary(self, op, a, b):
         inner = self.inner
+        ta = type(a) is AdArray
+        tb = type(b) is AdArray
+        value = inner.binary(op, a.value if ta else a, b.value if tb else b)
+        x = a if ta else b
+        shape = x.shape
+        dtype = _BOOL if BINARY_TRAIT[op] == "compare" else x.dtype  # ember.ops.infer("binary", ...)
+        out = AdArray(value, shape, dtype)
+        if dtype.kind != "f" or not grad_mode.enabled:
+            return out
+        pa = a.node if ta else None
+        pb = b.node if tb else None
+        if pa is None and pb is None:
+            return out
+        if self.checkpointing:
+            def rule(ins, y):
+                tx, ty = (self._t(v) if type(v) is AdArray else v for v in ins)
+                return rules.binary_rule(op, tx, ty, self._t(y))
+            return self._checkpointed(out, (a, b), rule, lambda vals: inner.binary(op, vals[0], vals[1]))
 
-        def rule(ins, out):
-            ta, tb = (self._t(x) if type(x) is AdArray else x for x in ins)
-            return rules.binary_rule(op, ta, tb, self._t(out))
-        return self._elementwise(inner.binary(op, _value(a), _value(b)), infer("binary", op, a, b), (a, b), rule,
-                                 lambda vals: inner.binary(op, vals[0], vals[1]))
+        def backward(g):
+            return rules.binary_rule(op, _on(inner, a), _on(inner, b), ember.Tensor(value, shape, dtype, inner))(g)
+        out.node = Node((pa, pb), backward, shape, dtype)
+        return out
 
     def where(self, cond, a, b):
         inner = self.inner

@@ -4,16 +4,11 @@ There is no global tape. Each result of a differentiable op holds a ``Node`` poi
 inputs' nodes, so a graph lives exactly as long as the tensors that can reach it, threads never
 share one, and dropping a tensor without calling backward frees its graph.
 """
+import itertools
 import threading
 
-_ids = [0]
-_id_lock = threading.Lock()
-
-
-def new_id():
-    with _id_lock:
-        _ids[0] += 1
-        return _ids[0]
+# each node's id; a C iterator's next is atomic under the GIL, so threads never share an id
+new_id = itertools.count(1).__next__
 
 
 class Node:

@@ -34,6 +34,18 @@ VEC4_MIN = 1 << 16  # elementwise ops on this many contiguous elements read and 
 VEC4_PER_THREAD = 1
 
 
+def _plain_words(nin):
+    """The parameter words of an elementwise kernel over ``nin`` contiguous inputs, 1-d, every
+    stride 1; ``_map`` fills in the size, the scalar and the offsets (codegen's layout)."""
+    words = [0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+    for _ in range(nin):
+        words += (0, 1, 0, 0, 0, 0, 0, 0, 0)
+    return array("I", words + [0, 1])  # the output's slot: its offset and stride
+
+
+_PLAIN_WORDS = [_plain_words(nin) for nin in range(4)]
+
+
 def _refs_of_temporary():
     """sys.getrefcount of an argument that only the callee holds (calibrated: it varies by version)."""
     def probe(x):
@@ -77,7 +89,8 @@ class Wgpu(Backend):
         self.mem = mem
         self.storage = storage_table(rt.has_f16, rt.has_i64)
         self._recipes = {}
-        self._plans = {}
+        self._plans = {}  # (op, dtype, mode) -> what binary needs (_binary_plan)
+        self._unary_plans = {}  # (op, dtype) -> what unary needs (_unary_plan)
         self.adapter = rt.label
 
     def key(self):
@@ -106,9 +119,15 @@ class Wgpu(Backend):
         return self.mem.trim()
 
     # -- arrays -----------------------------------------------------------------------------------
-    def _alloc(self, shape, dtype):
-        st = self.storage[dtype]
-        return WArray(self.mem.alloc(numel(shape) * st.itemsize), tuple(shape), dtype)
+    def _alloc(self, shape, dtype, itemsize=None):
+        """A new contiguous array; ``itemsize`` (bytes per element of ``dtype``'s storage) where
+        the caller has it at hand."""
+        if itemsize is None:
+            itemsize = self.storage[dtype].itemsize
+        n = 1
+        for d in shape:
+            n *= d
+        return WArray(self.mem.alloc(n * itemsize), tuple(shape), dtype)
 
     def _base(self, a):
         """``a``'s first element as an index into its buffer (in elements of its storage type)."""
@@ -133,50 +152,59 @@ class Wgpu(Backend):
     def _map(self, key, spec, inputs, scalar, out):
         """Run the elementwise kernel ``key`` writing ``out`` (a view) from the arrays ``inputs`` and
         an optional scalar (two words); ``spec()`` gives its arguments for codegen.map_source."""
-        plain = out.strides is None
-        for a in inputs:
+        # the common case, kept short: every operand contiguous, one dim, the words from a template
+        words = _PLAIN_WORDS[len(inputs)][:]
+        buffers = []
+        storage = self.storage
+        offsets = 0  # the operands' element offsets or'ed together: vec4 needs them 4-aligned
+        k = 12  # codegen.slot(0); the output's slot follows the inputs'
+        for a in (*inputs, out):
             if a.strides is not None:
-                plain = False
-        if not plain:
-            self._launch(key, lambda: codegen.map_source(*spec()),
-                         [self._spec(a) for a in inputs] + [self._spec(out)], out.shape, scalar=scalar)
-            return out
-        # the common case, kept short: every operand contiguous, one dim
-        n = numel(out.shape)
+                return self._map_strided(key, spec, inputs, scalar, out)
+            block = a.block
+            base = a.offset
+            if block.offset:
+                base += block.offset // storage[a.dtype].itemsize
+            if base:
+                words[k] = base
+                offsets |= base
+            k += 9
+            buffers.append(block.buffer)
+        n = 1
+        for d in out.shape:
+            n *= d
         if n == 0:
             return out
-        storage = self.storage
-        words = [n, 1, 0, 0, n, 0, 0, 0, 0, 0, 0, 0]
+        words[0] = words[4] = n
         if scalar is not None:
             words[2], words[3] = scalar
-        buffers = []
-        aligned = n & 3 == 0
-        for a in inputs:
-            block = a.block
-            base = block.offset // storage[a.dtype].itemsize + a.offset
-            aligned = aligned and base & 3 == 0
-            words += (base, 1, 0, 0, 0, 0, 0, 0, 0)
-            buffers.append(block.buffer)
-        block = out.block
-        base = block.offset // storage[out.dtype].itemsize + out.offset
-        words += (base, 1)
-        buffers.append(block.buffer)
         rt = self.rt
-        if aligned and base & 3 == 0 and n >= VEC4_MIN:
-            vec = VEC4_PER_THREAD
-            vkey = key + ("vec4", vec)
-            entry = rt._pipelines.get(vkey)
-            if entry is None:
-                entry = rt.pipeline(vkey, lambda: codegen.map_source(*spec(), vec=vec), len(buffers))
-            words[0] = n >> 2
-            for k in range(len(buffers)):
-                words[codegen.slot(k)] >>= 2
-            rt.dispatch(entry, buffers, words, ((n >> 2) + 255 * vec) // (256 * vec))
-            return out
+        if n >= VEC4_MIN and (n | offsets) & 3 == 0:
+            return self._map_vec4(key, spec, buffers, words, n, out)
         entry = rt._pipelines.get(key)
         if entry is None:
             entry = rt.pipeline(key, lambda: codegen.map_source(*spec()), len(buffers))
         rt.dispatch(entry, buffers, words, (n + 255) >> 8)
+        return out
+
+    def _map_vec4(self, key, spec, buffers, words, n, out):
+        """``_map``'s plain kernel on vec4s (every operand 4-aligned, ``n`` a multiple of 4)."""
+        rt = self.rt
+        vec = VEC4_PER_THREAD
+        vkey = key + ("vec4", vec)
+        entry = rt._pipelines.get(vkey)
+        if entry is None:
+            entry = rt.pipeline(vkey, lambda: codegen.map_source(*spec(), vec=vec), len(buffers))
+        words[0] = n >> 2
+        for k in range(len(buffers)):
+            words[codegen.slot(k)] >>= 2
+        rt.dispatch(entry, buffers, words, ((n >> 2) + 255 * vec) // (256 * vec))
+        return out
+
+    def _map_strided(self, key, spec, inputs, scalar, out):
+        """``_map`` where an operand is a strided view: the strides go in the parameters."""
+        self._launch(key, lambda: codegen.map_source(*spec()),
+                     [self._spec(a) for a in inputs] + [self._spec(out)], out.shape, scalar=scalar)
         return out
 
     def _spec(self, a, strides=None):
@@ -394,8 +422,18 @@ class Wgpu(Backend):
         if dtype.kind != "f" and op in ROUNDING:
             return x
         refs = sys.getrefcount(x)
+        plan = self._unary_plans.get((op, dtype))
+        if plan is None:
+            plan = self._unary_plan(op, dtype)
+        key, rec, build, itemsize = plan
+        out = self._donor(x, rec.out, x.shape, refs) if refs <= _TEMP_REFS else None
+        if out is None:
+            out = self._alloc(x.shape, rec.out, itemsize)
+        return self._map(key, build, (x,), None, out)
+
+    def _unary_plan(self, op, dtype):
+        """(kernel key, recipe, codegen spec, output itemsize) of unary ``op`` on ``dtype``."""
         rec = self._recipe("u", op, dtype)
-        out = self._donor(x, rec.out, x.shape, refs) or self._alloc(x.shape, rec.out)
         st = self.storage[dtype].wgsl
         ost = self.storage[rec.out].wgsl
 
@@ -403,7 +441,8 @@ class Wgpu(Backend):
             store, libs = ops.store(rec.ct, rec.out, ost, rec.is_bool_expr)
             return self._source([st], None, [ops.load(st, rec.ct)], ost, store, rec.fn("x0"),
                                 rec.libs + tuple(libs))
-        return self._map(("u", op, dtype.name), build, [x], None, out)
+        plan = self._unary_plans[(op, dtype)] = (("u", op, dtype.name), rec, build, self.storage[rec.out].itemsize)
+        return plan
 
     def binary(self, op, a, b):
         refs_a, refs_b = sys.getrefcount(a), sys.getrefcount(b)
@@ -413,7 +452,7 @@ class Wgpu(Backend):
         plan = self._plans.get((op, x.dtype, mode))
         if plan is None:
             plan = self._binary_plan(op, x.dtype, mode)
-        key, rec, spec = plan
+        key, rec, spec, itemsize = plan
         scalar = None
         if mode:
             s = b if ta else a
@@ -433,12 +472,12 @@ class Wgpu(Backend):
         if out is None and tb and refs_b <= _TEMP_REFS and b is not a:
             out = self._donor(b, rec.out, b.shape, refs_b)
         if out is None:
-            out = self._alloc(x.shape, rec.out)
+            out = self._alloc(x.shape, rec.out, itemsize)
         return self._map(key, spec, (a, b) if mode == 0 else (x,), scalar, out)
 
     def _binary_plan(self, op, dtype, mode, rec=None):
-        """(kernel key, recipe, codegen spec) of ``op`` on ``dtype``; mode 0: two arrays, 1: array
-        and scalar, 2: scalar and array."""
+        """(kernel key, recipe, codegen spec, output itemsize) of ``op`` on ``dtype``; mode 0: two
+        arrays, 1: array and scalar, 2: scalar and array."""
         rec = rec or self._recipe("b", op, dtype)
         st = self.storage[dtype].wgsl
         ost = self.storage[rec.out].wgsl
@@ -451,7 +490,7 @@ class Wgpu(Backend):
             store, libs = ops.store(rec.ct, rec.out, ost, rec.is_bool_expr)
             loads = [ops.load(st, rec.ct)] * n + ([] if sct is None else ["{}"])
             return self._source([st] * n, sct, loads, ost, store, rec.fn(*names), rec.libs + tuple(libs))
-        plan = (("b", op, dtype.name, rec.ct, mode), rec, spec)
+        plan = (("b", op, dtype.name, rec.ct, mode), rec, spec, self.storage[rec.out].itemsize)
         self._plans[(op, dtype, mode)] = plan
         return plan
 
@@ -464,7 +503,7 @@ class Wgpu(Backend):
             wide = ops.binary_recipe(op, dtypes.int64, True, True)
             rec = ops.Recipe(wide.ct, wide.fn, wide.libs, dtypes.bool_ if wide.out is dtypes.bool_ else dtype,
                              wide.is_bool_expr)
-            key, rec, spec = self._binary_plan(op, dtype, 1 if ta else 2, rec)
+            key, rec, spec, _ = self._binary_plan(op, dtype, 1 if ta else 2, rec)
             del self._plans[(op, dtype, 1 if ta else 2)]  # the wide recipe serves this call only
             key = key + ("wide",)
             out = self._alloc(x.shape, rec.out)

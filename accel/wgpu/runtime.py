@@ -13,7 +13,9 @@ runs before the next submit, so it must not overtake work already encoded.
 """
 import os
 import struct
+import sys
 import threading
+from array import array as _ARRAY
 
 import wgpu
 
@@ -39,6 +41,8 @@ _MAX_BIND_GROUPS = 8192
 WANTED_FEATURES = ("shader-f16", "shader-f64", "shader-int64", "cooperative-matrix")
 
 _PACKERS = {}
+# parameters are little-endian u32 words: here an array("I") holds them as they are, copied unpacked
+_LITTLE = sys.byteorder == "little" and _ARRAY("I").itemsize == 4
 
 
 def _packer(n):
@@ -135,6 +139,7 @@ class Runtime:
         self.params = self.device.create_buffer(
             size=PARAM_CAPACITY, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST)
         self.staging = bytearray(PARAM_CAPACITY)
+        self._words = memoryview(self.staging).cast("I")  # the staging area as u32 words
         self.cursor = 0
         self._layouts = {}  # number of storage bindings -> (bind group layout, pipeline layout)
         self._pipelines = {}  # kernel key -> (pipeline, number of storage bindings)
@@ -143,10 +148,11 @@ class Runtime:
         self._uid = 0
         self._encoder = None
         self._pass = None
+        self._pass_handle = None  # the open pass's C handle, for the raw entry points
         self._pipeline = None
         self._keep = []  # bind groups the open pass uses
         # statistics: how the work was batched
-        self.dispatches = 0
+        self._submitted = 0  # dispatches in the batches already submitted
         self.submits = 0
         self.batch = 0  # dispatches in the batch being recorded
         self.batches = []  # dispatch count of each recent submit (last 64)
@@ -239,20 +245,26 @@ class Runtime:
     # -- recording -----------------------------------------------------------------------------
     def dispatch(self, entry, buffers, words, groups):
         """Record one dispatch of ``entry`` (from ``pipeline``) over the DeviceBuffers ``buffers``
-        with parameter words ``words`` (u32 values) and ``groups`` workgroups (an int or (x, y, z))."""
-        with self.lock:
-            if self.cursor + PARAM_BYTES > PARAM_CAPACITY:
-                self.flush()
-            if self._pass is None:
-                self._encoder = self.device.create_command_encoder()
-                self._pass = self._encoder.begin_compute_pass()
-                self._pipeline = None
+        with parameter words ``words`` (u32 values: a sequence, or an ``array("I")``, which is
+        copied without packing) and ``groups`` workgroups (an int or (x, y, z))."""
+        lock = self.lock
+        lock.acquire()  # not ``with``: this runs once per op, and try/finally costs half as much
+        try:
             offset = self.cursor
-            pack = _PACKERS.get(len(words)) or _packer(len(words))
-            pack(self.staging, offset, *words)
+            if offset + PARAM_BYTES > PARAM_CAPACITY:
+                self.flush()
+                offset = 0
+            if self._pass is None:
+                self._begin_pass()
+            if type(words) is _ARRAY and _LITTLE:
+                start = offset >> 2
+                self._words[start:start + len(words)] = words
+            else:
+                pack = _PACKERS.get(len(words)) or _packer(len(words))
+                pack(self.staging, offset, *words)
             self.cursor = offset + PARAM_BYTES
             readonly = entry[2]
-            key = tuple(buffers) if not readonly else (readonly,) + tuple(buffers)
+            key = (readonly,) + tuple(buffers) if readonly else tuple(buffers)
             bg = self._bind_groups.get(key)
             if bg is None:
                 bg = self._bind_group(len(buffers), buffers, key, readonly)
@@ -265,25 +277,35 @@ class Runtime:
             else:
                 gx, gy, gz = groups
             pipe = entry[0]
-            cp = self._pass
-            if self._offset is not None:
-                ci = cp._internal
+            dyn = self._offset
+            if dyn is not None:
+                ci = self._pass_handle
                 if self._pipeline is not pipe:
                     _SET_PIPELINE(ci, pipe._internal)
                     self._pipeline = pipe
-                self._offset[0] = offset
-                _SET_BIND_GROUP(ci, 0, bg._internal, 1, self._offset)
+                dyn[0] = offset
+                _SET_BIND_GROUP(ci, 0, bg._internal, 1, dyn)
                 _DISPATCH(ci, gx, gy, gz)
             else:
+                cp = self._pass
                 if self._pipeline is not pipe:
                     cp.set_pipeline(pipe)
                     self._pipeline = pipe
                 cp.set_bind_group(0, bg, [offset])
                 cp.dispatch_workgroups(gx, gy, gz)
-            self.dispatches += 1
-            self.batch += 1
-            if self.batch >= self.auto_flush:
+            batch = self.batch = self.batch + 1
+            if batch >= self.auto_flush:
                 self.flush()
+        finally:
+            lock.release()
+
+    def _begin_pass(self):
+        """Open the command encoder and compute pass the next dispatches record into."""
+        self._encoder = self.device.create_command_encoder()
+        cp = self._pass = self._encoder.begin_compute_pass()
+        self._pass_handle = cp._internal if self._offset is not None else None
+        self._pipeline = None
+        return cp
 
     def _bind_group(self, n, buffers, key, readonly=0):
         if len(self._bind_groups) >= _MAX_BIND_GROUPS:
@@ -303,14 +325,20 @@ class Runtime:
             self._pass.end()
             self.queue.write_buffer(self.params, 0, self.staging, 0, self.cursor)
             self.queue.submit([self._encoder.finish()])
-            self._pass = self._encoder = self._pipeline = None
+            self._pass = self._encoder = self._pipeline = self._pass_handle = None
             self._keep = []
             self.cursor = 0
             self.submits += 1
+            self._submitted += self.batch
             self.batches.append(self.batch)
             if len(self.batches) > 64:
                 del self.batches[:-64]
             self.batch = 0
+
+    @property
+    def dispatches(self):
+        """Dispatches recorded so far (submitted or in the open batch)."""
+        return self._submitted + self.batch
 
     def pending(self):
         return self._pass is not None

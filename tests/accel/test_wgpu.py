@@ -258,6 +258,45 @@ def test_vec4_elementwise_on_large_contiguous_arrays(dev):
     assert np.array_equal(np.array((y * 2.0).tolist(), dtype=np.float32), x[1:] * 2)
 
 
+def test_elementwise_reads_blocks_at_any_offset_of_a_page():
+    """The plain elementwise path adds each block's offset in its page (the ``pages`` pool) and a
+    view's own offset; vec4 runs only where all of them are 4-aligned."""
+    from ember.accel.wgpu import Wgpu
+    d = Wgpu(memory="pages", page_size=4 << 20)
+    n = 1 << 16
+    x = np.linspace(-3, 3, n + 3).astype(np.float32)
+    keep = [ember.zeros(k, device=d) for k in (1, 7, 65)]  # later blocks start inside the page
+    a, b = _t(x, d), _t(x[::-1].copy(), d)
+    assert a._data.block.offset > 0
+    for lo in (0, 1, 3):
+        va, vb = a[lo:lo + n], b[lo:lo + n]  # contiguous views: offset lo, vec4 only at lo 0
+        ra, rb = x[lo:lo + n], x[::-1][lo:lo + n]
+        assert np.array_equal(np.array((va + vb).tolist(), dtype=np.float32), ra + rb)
+        assert np.array_equal(np.array((2.0 - va).tolist(), dtype=np.float32), np.float32(2.0) - ra)
+        assert np.array_equal(np.array(va.neg().tolist(), dtype=np.float32), -ra)
+    assert [v.tolist() for v in keep] == [[0.0] * k for k in (1, 7, 65)]
+
+
+def test_dispatch_copies_array_words_as_it_packs_a_list(dev):
+    """``Runtime.dispatch`` takes a parameter block as a list (packed) or an ``array("I")``
+    (copied): both leave the same bytes for the kernel."""
+    from array import array
+    rt = dev.rt
+    a = dev.from_list([1.0, 2.0, 3.0], (3,), ember.float32)
+    dev.binary("add", a, a)
+    entry = rt._pipelines[("b", "add", "float32", "f32", 0)]
+    words = [3, 1, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0] + [0, 1, 0, 0, 0, 0, 0, 0, 0] * 2 + [0, 1, 0xFFFFFFFF]
+    buffers = [a.block.buffer] * 3
+    blocks = []
+    for w in (words, array("I", words)):
+        dev.synchronize()
+        rt.dispatch(entry, buffers, w, 1)
+        blocks.append(bytes(rt.staging[:4 * len(words)]))
+    dev.synchronize()
+    assert blocks[0] == blocks[1]
+    assert dev.to_list(a) == [4.0, 8.0, 12.0]  # each dispatch doubled it in place
+
+
 @pytest.mark.parametrize("shapes", [((33, 36), (36, 44)), ((3, 130, 260), (3, 260, 68)),
                                     ((2, 1, 65, 64), (3, 64, 132)), ((1, 512), (512, 256))])
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])

@@ -309,3 +309,27 @@ def test_integer_arithmetic_is_exact(device):
     x = ember.tensor([2 ** 53 + 1], device=device)
     assert_equal((x + 1).tolist(), [2 ** 53 + 2])
     assert_true((x * 3).item() == 3 * (2 ** 53 + 1))
+
+
+def test_repeated_ops_keep_their_promotion_rules(device):
+    """The frontend remembers which (op, dtype) pairs run in their operands' own dtype, to skip
+    promotion the next time; every other pairing still promotes, the second time as the first."""
+    f = ember.tensor([1.5, -2.0], device=device)
+    i = ember.tensor([7, -7], dtype=ember.int32, device=device)
+    b = ember.tensor([True, False], device=device)
+    h = ember.tensor([1.0, 2.0], dtype=ember.float16, device=device)
+    for _ in range(2):
+        r = 1 - f  # a scalar on the left
+        assert_true(r.dtype is ember.float32)
+        assert_equal(r.tolist(), [-0.5, 3.0])
+        assert_equal((i + 1).tolist(), [8, -6])
+        assert_true((i + 1).dtype is ember.int32 and (i + i).dtype is ember.int32)
+        assert_true((i / i).dtype is ember.float32 and (i + 0.5).dtype is ember.float32)
+        assert_equal((i // 2).tolist(), [3, -4])
+        assert_true((b + b).dtype is ember.int64 and (b + 1).dtype is ember.int64)
+        assert_equal((b + b).tolist(), [2, 0])
+        assert_true((f < f).dtype is ember.bool_ and (i == 7).dtype is ember.bool_)
+        assert_equal((i == 7).tolist(), [True, False])
+        assert_true((h * 0.1).dtype is ember.float16)
+        assert_equal((h * 0.1).tolist(), [0.0999755859375, 0.199951171875])  # 0.1 rounded to float16 first
+        assert_true((h + f).dtype is ember.float32)
