@@ -263,7 +263,7 @@ class WgpuPlan:
                                           min(a.block.size, b.size))
                 slots[s] = WArray(b, a.shape, a.dtype, a.strides, a.offset)
             q.submit([enc.finish()])
-            rt.dispatches += len(self.steps)
+            rt._submitted += len(self.steps)
             rt.submits += 1
         for er in self.errors:
             er.arm()
