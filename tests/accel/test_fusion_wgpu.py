@@ -412,7 +412,8 @@ def test_split_k_runs_the_epilogue_in_its_finalize_step(dev, comp):
     nodes = [("acc", "float32"), ("load", "float32", 2), ("binary", "float32", "add", 0, 1)]
     kern = MatmulKernel(2, 0, 1, "float32", ["float32"] * 3, nodes, [(2, False)])
     [y] = comp.run(kern, (m, n, kk), [(a, (kk, 1), 0), (b, (n, 1), 0), (bias, (0, 1), 0)])
-    assert any(type(key) is tuple and key[0] == "finalize" and kern.key in key[1] for key in dev.rt._pipelines)
+    assert any(type(key) is tuple and key[0] == "finalize" and type(key[1]) is tuple and kern.key in key[1]
+               for key in dev.rt._pipelines)
     t = dev.binary("add", dev.matmul(a, b), dev.expand(dev.reshape(bias, (1, n)), (m, n)))
     _close(dev.to_list(y), dev.to_list(t), (1e-5, 1e-5))
 
