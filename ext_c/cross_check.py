@@ -25,8 +25,8 @@ TARGETS = [
      ["-mcpu=cortex_m4", "-mfloat-abi=hard", "-ffreestanding", "-std=c99", "-Os"]),
 ]
 ELF_MACHINES = {40: "ARM", 183: "AArch64"}
-# the portable kernels (isa_base.c includes every k_*.c) and ember.quant's int8 kernels
-SOURCES = ("isa_base.c", "quant.c")
+# the portable kernels (isa_base.c includes every k_*.c) and ember.quant's int8 kernels, and the optimizers
+SOURCES = ("isa_base.c", "quant.c", "k_optim.c")
 
 
 def zig_cc():
