@@ -1,6 +1,6 @@
 """Compile-only proof that the portable kernels build for other machines (``make cross-check``).
 
-The portable kernels (k_*.c through isa_base.c, and quant.c; not dispatch.c, which holds the x86
+The portable kernels (k_*.c through isa_base.c, quant.c and k_optim.c; not dispatch.c, which holds the x86
 dispatch and the threads) are compiled, warnings as errors, for
 
 - aarch64 Linux (NEON vectors, the build an aarch64 wheel uses), and
@@ -25,7 +25,7 @@ TARGETS = [
      ["-mcpu=cortex_m4", "-mfloat-abi=hard", "-ffreestanding", "-std=c99", "-Os"]),
 ]
 ELF_MACHINES = {40: "ARM", 183: "AArch64"}
-# the portable kernels (isa_base.c includes every k_*.c) and ember.quant's int8 kernels, and the optimizers
+# the portable kernels (isa_base.c includes the other k_*.c), ember.quant's int8 kernels, the optimizers'
 SOURCES = ("isa_base.c", "quant.c", "k_optim.c")
 
 
