@@ -10,6 +10,7 @@ each name below loads its layer (and that layer's dependency) on first use.
 - ``from_numpy(a, device=None)``, ``from_dlpack(x, device=None)``: tensors from numpy arrays,
   PyTorch tensors and other DLPack exporters, sharing memory where they can (docs/interop.md).
 - ``Fusion``: kernel fusion as a backend decorator (``ember.accel.fusion``, docs/fusion.md).
+- ``compile(step)``: step capture, a step recorded once and replayed (``ember.accel.capture``).
 - ``Wgpu``: the GPU device through wgpu (``ember.accel.wgpu``; needs ``ember[gpu]``, docs/gpu.md).
 """
 
@@ -22,6 +23,8 @@ _LAZY = {
     "from_dlpack": "numpy",
     "Wgpu": "wgpu",
     "Fusion": "fusion",
+    "compile": "capture",
+    "CaptureWarning": "capture",
 }
 
 

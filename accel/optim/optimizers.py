@@ -29,6 +29,8 @@ class SGD(Optimizer):
 
     DEFAULTS = {"lr": 1e-3, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nesterov": False,
                 "maximize": False}
+    CAPTURE = True  # a captured step (ember.accel.compile) may replay it: its factors are the group's
+    # hyperparameters, part of the plan's key, and its step count only counts
 
     def _check(self, h):
         Optimizer._check(self, h)

@@ -2,7 +2,7 @@
 from .. import dtypes
 from ..composite import composite
 from ..elementwise import relu, same_device  # noqa: F401  (relu is a core composite; F.relu is it)
-from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError, checking
 from ..shapes import conv_out_size, dim as _dim
 from ..tensor import Tensor
 
@@ -627,7 +627,10 @@ def _nll(log_probs, target, weight, ignore_index, reduction, op):
                          % (op, c, weight.shape if type(weight) is Tensor else type(weight).__name__))
     safe = target.where(target != ignore_index, 0)
     # one read of the device (a sync on a GPU) says whether any class is out of range
-    if safe.numel() and ((safe < 0) | (safe >= c)).any().item():
+    if safe.numel():
+        with checking():  # a check only: a captured step skips it, gather's own check stays
+            bad = ((safe < 0) | (safe >= c)).any().item()
+    if safe.numel() and bad:
         from ..errors import IndexOutOfRange
         raise IndexOutOfRange("%s: class indices must be in [0, %d) (or ignore_index), found %d..%d"
                               % (op, c, safe.min().item(), safe.max().item()))

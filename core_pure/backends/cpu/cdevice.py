@@ -24,9 +24,9 @@ from . import reduce as _reduce
 from .array import CpuArray, numel, strides_for
 from .cstorage import CODES as _CODES, DT as _DT, LITTLE as _LITTLE
 from .cstorage import code as _code, contig as _contig, operand as _operand, q as _q, result as _result
-from .cstorage import small as _small, stored as _stored, threads as _threads
+from .cstorage import scalar as _scalar, small as _small, stored as _stored, threads as _threads
 from .device import Cpu
-from .pool import POOL_MIN as _POOL_MIN, ZEROS as _ZEROS, fresh as _fresh
+from .pool import fresh as _fresh
 from .pool import release_buffers  # noqa: F401  (ember.backends.cpu.cdevice.release_buffers)
 
 _lib, _ffi = _ck.native()
@@ -167,7 +167,7 @@ class CpuC(Cpu):
             if a.strides is None and b.strides is None and type(d) is array and type(e) is array \
                     and op not in _COMPARE:
                 n = len(d)
-                out = _ZEROS[d.typecode] * n if n < _POOL_MIN else _fresh(d.typecode, n)
+                out = _fresh(d.typecode, n)
                 if _binary1(_BINARY[op], _DT[a.dtype], n, d.buffer_info()[0], 1, e.buffer_info()[0], 1,
                             out.buffer_info()[0]) == 0:
                     return CpuArray(out, a.shape, a.dtype)
@@ -176,8 +176,8 @@ class CpuC(Cpu):
             d = a.data
             if a.strides is None and type(d) is array and d.typecode in "fd" and op not in _COMPARE:
                 n = len(d)
-                out = _ZEROS[d.typecode] * n if n < _POOL_MIN else _fresh(d.typecode, n)
-                e = array(d.typecode, (b,))
+                out = _fresh(d.typecode, n)
+                e = _scalar(d.typecode, b)
                 if _binary1(_BINARY[op], _DT[a.dtype], n, d.buffer_info()[0], 1, e.buffer_info()[0], 0,
                             out.buffer_info()[0]) == 0:
                     return CpuArray(out, a.shape, a.dtype)
@@ -205,7 +205,7 @@ class CpuC(Cpu):
                     if op not in _RING_OPS:
                         return _stored(_ew.binary(op, a, b))
                     x = dtypes.wrap_int([x], dtype)[0]  # these ops commute with the wrap
-                buf = array(code, [x])
+                buf = _scalar(code, x)
                 addr, st = buf.buffer_info()[0], (0,) * len(shape)
             arr, st_addr = _q(st)
             keep.append((buf, arr))

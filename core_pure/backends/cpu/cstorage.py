@@ -76,6 +76,11 @@ def q(values):
     return arr, arr.buffer_info()[0]
 
 
+def scalar(code, value):
+    """A one-element array holding a Python number for C to read (a captured step keeps it)."""
+    return array(code, (value,))
+
+
 def contig(a):
     """``a``'s values row-major, as an array (``a.data`` itself when already contiguous)."""
     if a.strides is None:

@@ -1,0 +1,376 @@
+"""The C-backed Cpu's lowering: a plan replayed as the C kernel calls its recording made.
+
+While the step is recorded, ``CRecorder`` sees every call into ``ember._ckernels`` (``emb_matmul``,
+``emb_binary1``...), every output buffer the pool hands out and every small argument array (shapes,
+strides), each tagged with the trace entry it happened in. ``lower`` then turns each entry whose
+work was only kernel calls into those calls, with their arguments prepared once: buffer addresses
+point into the step's inputs (patched on every replay), constants, or buffers the plan owns (one
+per buffer the recording made, reused by every replay, so the kernels write where they wrote
+before). An entry that did other work (a pure-Python kernel, a bool list, an array made outside
+the pool) is called as in the generic plan; its results' buffers are patched like inputs.
+
+Replays check each kernel's status against the recording's (an out-of-range index) and the
+layout of every input; a difference raises ``ReplayError`` and the step runs eagerly instead.
+Results that live in a buffer the plan owns are copied out, so a tensor the step returned is never
+overwritten by the next replay.
+"""
+import sys
+from array import array
+
+from ember.backends.cpu import ckernels, cstorage, pool
+from ember.backends.cpu.array import CpuArray
+
+from .plan import _resolve, _store, slots_in
+from .trace import Slot, TensorSlot
+
+
+class ReplayError(Exception):
+    """A replay met what its recording did not (a kernel's error status, another input layout)."""
+
+
+class _Launch:
+    __slots__ = ("entry", "name", "fn", "args", "ret", "where")
+
+    def __init__(self, entry, name, fn, args, ret, where):
+        self.where = where  # [(argument position, (array, byte offset) or None)]
+        self.entry = entry
+        self.name = name
+        self.fn = fn
+        self.args = args
+        self.ret = ret
+
+
+class CRecorder:
+    """Sees the C kernel calls, pool buffers and argument arrays of one recorded step."""
+
+    def __init__(self):
+        self.launches = []
+        self.made = []  # (entry index, array, "buffer" | "argument")
+        self.stray = None
+        self._patched = []
+        self._wrappers = {}
+
+    def start(self, trace):
+        self.trace = trace
+        lib, ffi = ckernels.native()
+        self.lib, self.ffi = lib, ffi
+        fns = {}
+        for name in dir(lib):
+            if name.startswith("emb_"):
+                fns[id(getattr(lib, name))] = name
+        proxy = _LibProxy(self)
+        fresh, q, scalar = pool.fresh, cstorage.q, cstorage.scalar
+        for mod in list(sys.modules.values()):
+            if not getattr(mod, "__name__", "").startswith("ember."):
+                continue
+            g = mod.__dict__
+            for k, v in list(g.items()):
+                if v is lib:
+                    new = proxy
+                elif v is fresh:
+                    new = self._fresh(fresh)
+                elif v is q:
+                    new = self._q(q)
+                elif v is scalar:
+                    new = self._scalar(scalar)
+                elif type(v) is type(lib.emb_isa) and id(v) in fns:
+                    new = self.wrapper(fns[id(v)])
+                else:
+                    continue
+                self._patched.append((g, k, v))
+                g[k] = new
+
+    def stop(self):
+        for g, k, v in reversed(self._patched):
+            g[k] = v
+        self._patched = []
+
+    def wrapper(self, name):
+        w = self._wrappers.get(name)
+        if w is None:
+            fn = getattr(self.lib, name)
+            rec = self
+
+            ptrs = _pointer_args(self.ffi, fn)
+
+            def w(*args):
+                # the buffers are named now, while every buffer the arguments point into is alive
+                # (later, a freed temporary's address may belong to another buffer)
+                where = [(pos, rec.owner(args[pos])) for pos in ptrs if args[pos]]
+                r = fn(*args)
+                trace = rec.trace
+                if not trace._depth and rec.stray is None:
+                    rec.stray = "%s ran outside the device's primitives" % name
+                rec.launches.append(_Launch(len(trace.entries), name, fn, args, r, where))
+                return r
+
+            self._wrappers[name] = w
+        return w
+
+    def owner(self, p):
+        """(array, byte offset) of a live array the recording knows that holds address ``p``, or None."""
+        for arr in self._candidates():
+            a, n = arr.buffer_info()
+            if a <= p < a + max(n, 1) * arr.itemsize:
+                return arr, p - a
+        return None
+
+    def _candidates(self):
+        for _, arr, _ in self.made:
+            yield arr
+        for a in self.trace.arrays:
+            d = getattr(a, "data", None)
+            if type(d) is array:
+                yield d
+
+    def _fresh(self, fresh):
+        def recorded(code, n):
+            arr = fresh(code, n)
+            self.made.append((len(self.trace.entries), arr, "buffer"))
+            return arr
+        return recorded
+
+    def _q(self, q):
+        def recorded(values):
+            arr, addr = q(values)
+            self.made.append((len(self.trace.entries), arr, "argument"))
+            return arr, addr
+        return recorded
+
+
+    def _scalar(self, scalar):
+        def recorded(code, value):
+            arr = scalar(code, value)
+            self.made.append((len(self.trace.entries), arr, "argument"))
+            return arr
+        return recorded
+
+
+class _LibProxy:
+    """``ember._ckernels`` as the recorded step sees it: kernels recorded, constants as they are."""
+
+    def __init__(self, rec):
+        self._rec = rec
+
+    def __getattr__(self, name):
+        if name.startswith("emb_"):
+            return self._rec.wrapper(name)
+        return getattr(self._rec.lib, name)
+
+
+class _Buffer:
+    __slots__ = ("n", "arr", "addr", "nbytes", "kind", "slot", "entry")
+
+    def __init__(self, n, arr, kind, slot=None, entry=None):
+        self.n = n
+        self.arr = arr
+        self.addr, count = arr.buffer_info()
+        self.nbytes = count * arr.itemsize
+        self.kind = kind  # "input", "result" (of a generic entry), "const", "made"
+        self.slot = slot  # input/result: the array slot whose .data it is at a replay
+        self.entry = entry
+
+
+def _layout(a):
+    d = a.data
+    return (type(d), getattr(d, "typecode", None), len(d), a.shape, a.strides, a.offset)
+
+
+def _pointer_args(ffi, fn):
+    return [i for i, a in enumerate(ffi.typeof(fn).args) if a.cname == "uintptr_t"]
+
+
+def lower(plan, trace):
+    """A ``LoweredPlan`` for ``plan`` (its entries as recorded kernel calls where they can be), or
+    (None, why)."""
+    rec = trace.recorder
+    if rec.stray:
+        return None, rec.stray
+    buffers = []
+    by_id = {}
+
+    def add(arr, kind, slot=None, entry=None):
+        if type(arr) is not array or id(arr) in by_id:
+            return by_id.get(id(arr))
+        b = _Buffer(len(buffers), arr, kind, slot, entry)
+        buffers.append(b)
+        by_id[id(arr)] = b
+        return b
+
+    for i in trace.inputs:
+        add(trace.arrays[i].data, "input", slot=i)
+    for i in trace.consts:
+        add(trace.arrays[i].data, "const")
+    for entry, arr, kind in rec.made:
+        add(arr, "made" if kind == "buffer" else "const", entry=entry)
+
+    launches = {}
+    for l in rec.launches:
+        launches.setdefault(l.entry, []).append(l)
+    lowered = {}  # entry index -> True when its kernel calls replace it
+    for e in plan.entries:
+        ok = e.kind == "primitive" or e.kind == "composite"
+        outs = set()
+        slots_in(e.out, outs)
+        for s in outs:
+            a = trace.arrays[s]
+            if type(a) is not CpuArray or type(a.data) is not array:
+                ok = False
+        for l in launches.get(e.index, ()):
+            if not ok:
+                break
+            for pos, owner in l.where:
+                b = None if owner is None else by_id.get(id(owner[0]))
+                if b is None or b.kind == "made" and b.entry != e.index and not lowered.get(b.entry):
+                    ok = False
+                    break
+        if ok:
+            for s in outs:
+                b = by_id.get(id(trace.arrays[s].data))
+                if b is None or b.kind == "made" and b.entry != e.index and not lowered.get(b.entry):
+                    ok = False
+        lowered[e.index] = ok
+        if not ok:  # its results' buffers come from the replayed call
+            for s in outs:
+                a = trace.arrays[s]
+                if type(a) is CpuArray and type(a.data) is array:
+                    b = by_id.get(id(a.data))
+                    if b is None:
+                        add(a.data, "result", slot=s)
+                    elif b.kind == "made" and b.entry == e.index:
+                        b.kind, b.slot = "result", s
+    if not any(lowered.values()):
+        return None, "no entry ran as C kernels only"
+    return LoweredPlan(plan, trace, buffers, by_id, launches, lowered), None
+
+
+class LoweredPlan:
+    def __init__(self, plan, trace, buffers, by_id, launches, lowered):
+        self.plan = plan
+        self.base = plan.base
+        self.inputs = plan.inputs
+        self.layouts = [_layout(trace.arrays[i]) for i in plan.inputs]
+        self.nbuf = len(buffers)
+        self.addr = [0] * len(buffers)
+        owned = {}
+        for b in buffers:
+            if b.kind == "made":  # the plan's own copy: the recording's may be held by a result
+                own = array(b.arr.typecode, bytes(b.nbytes))
+                owned[b.n] = own
+                self.addr[b.n] = own.buffer_info()[0]
+            elif b.kind == "const":
+                self.addr[b.n] = b.addr
+        self.owned = owned
+        self.kept = [b.arr for b in buffers if b.kind == "const"]  # their addresses are baked in
+        self.dynamic = [(b.n, b.slot) for b in buffers if b.kind == "input"]
+        needed = set(plan.outputs)
+        for e in plan.entries:
+            if not lowered[e.index]:
+                slots_in(e.args, needed)
+                slots_in(e.kwargs, needed)
+
+        def array_of(s):
+            # how slot s is made at a replay: a fixed CpuArray over a buffer the plan holds, or
+            # (buffer number, layout) over a buffer patched on each replay
+            a = trace.arrays[s]
+            b = by_id.get(id(a.data)) if type(a) is CpuArray else None
+            if b is None:
+                return None
+            if b.kind == "made":
+                return CpuArray(owned[b.n], a.shape, a.dtype, a.strides, a.offset)
+            if b.kind == "const":
+                return a
+            return (b.slot, a.shape, a.dtype, a.strides, a.offset)
+
+        self.steps = []
+        for e in plan.entries:
+            if lowered[e.index]:
+                for l in launches.get(e.index, ()):
+                    args = list(l.args)
+                    patches = []
+                    for pos, (arr, off) in l.where:
+                        b = by_id[id(arr)]
+                        if b.kind in ("made", "const"):
+                            args[pos] = self.addr[b.n] + off
+                        else:
+                            patches.append((pos, b.n, off))
+                    self.steps.append((0, l.fn, args, tuple(patches), l.ret, l.name))
+                outs = set()
+                slots_in(e.out, outs)
+                for s in outs:
+                    if s in needed:
+                        self.steps.append((1, s, array_of(s)))
+            else:
+                fn = e.fn if e.kind == "composite" else getattr(plan.base, e.name)
+                results = []
+                outs = set()
+                slots_in(e.out, outs)
+                for s in sorted(outs):
+                    b = by_id.get(id(trace.arrays[s].data)) if type(trace.arrays[s]) is CpuArray else None
+                    if b is not None and b.kind == "result" and b.slot == s:
+                        results.append((s, b.n, _layout(trace.arrays[s])))
+                self.steps.append((2, fn, e, tuple(results)))
+        self.outputs = []
+        for s in plan.outputs:
+            a = trace.arrays[s]
+            b = by_id.get(id(a.data)) if type(a) is CpuArray else None
+            self.outputs.append((s, b is not None and b.kind == "made"))
+        self.feeds = {}
+        for s in plan.feeds:
+            a = trace.arrays[s]
+            if type(a.data) is not array or len(a.data) != 1:
+                raise ReplayError("a feed that is not one number")
+            self.feeds[s] = a.data
+
+    def run_host(self):
+        plan = self.plan
+        for kind, x in plan.host:
+            if kind == "hook":
+                x()
+            else:
+                v = plan.feeds[x][0]()
+                self.feeds[x][0] = v
+
+    def run(self, arrays, host=True):
+        if host:
+            self.run_host()
+        addr = self.addr
+        slots = list(self.plan.template)
+        for i, a, layout in zip(self.inputs, arrays, self.layouts):
+            if _layout(a) != layout:
+                raise ReplayError("an input's layout differs from the recording's")
+            slots[i] = a
+        for n, s in self.dynamic:
+            addr[n] = slots[s].data.buffer_info()[0]
+        base = self.plan.base
+        for step in self.steps:
+            kind = step[0]
+            if kind == 0:
+                _, fn, args, patches, ret, name = step
+                for pos, n, off in patches:
+                    args[pos] = addr[n] + off
+                if fn(*args) != ret:
+                    raise ReplayError("%s reported what its recording did not" % name)
+            elif kind == 1:
+                _, s, made = step
+                if type(made) is tuple:
+                    src, shape, dtype, strides, offset = made
+                    made = CpuArray(slots[src].data, shape, dtype, strides, offset)
+                slots[s] = made
+            else:
+                _, fn, e, results = step
+                if e.kind == "composite":
+                    r = fn(*_resolve(e.args, slots, base), **_resolve(e.kwargs, slots, base))
+                else:
+                    r = fn(*_resolve(e.args, slots, base))
+                _store(e.out, r, slots)
+                for s, n, layout in results:
+                    a = slots[s]
+                    if _layout(a) != layout:
+                        raise ReplayError("%s gave another layout than at the recording" % e.name)
+                    addr[n] = a.data.buffer_info()[0]
+        for s, owned in self.outputs:
+            if owned:
+                a = slots[s]
+                slots[s] = CpuArray(a.data[:], a.shape, a.dtype, a.strides, a.offset)
+        return slots

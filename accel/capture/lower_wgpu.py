@@ -1,0 +1,238 @@
+"""The Wgpu lowering: a plan replayed as its recorded dispatches, in one command buffer per step.
+
+``lower`` runs the generic plan once more (a *shadow* run) on the plan's own copies of the inputs,
+recording every dispatch (pipeline, buffers, parameter words, workgroups), every upload and every
+block the run allocates. The plan keeps all those blocks, so no other tensor ever gets their memory,
+and the dispatches can run again as they are. A replay is then one command encoder: the new inputs
+copied into the plan's input blocks, every dispatch (its parameters live in the plan's own uniform
+buffer, written once; its bind groups are made once), the outputs copied to fresh blocks (so a
+tensor the step returned is never overwritten by the next replay), and one ``submit``. Index
+checks the kernels made are armed again, so the next read raises as after an eager step.
+"""
+from ember.accel.wgpu import index as _index
+from ember.accel.wgpu import runtime as _runtime
+from ember.accel.wgpu.arrays import WArray
+
+from .lower_c import ReplayError
+
+
+def _contiguous(a):
+    return type(a) is WArray and a.strides is None and a.offset == 0
+
+
+def _nbytes(a, dev):
+    from ember.shapes import numel
+    return (numel(a.shape) * dev.storage[a.dtype].itemsize + 3) // 4 * 4
+
+
+class _Recorder:
+    def __init__(self, dev):
+        self.dev = dev
+        self.dispatches = []
+        self.writes = []
+        self.blocks = []
+        self.errors = []
+        self.refused = None
+        self._saved = []
+
+    def start(self):
+        rt, mem = self.dev.rt, self.dev.mem
+        dispatch, write, read, alloc, arm = rt.dispatch, rt.write, rt.read, mem.alloc, _index.ErrorRecord.arm
+        rec = self
+
+        def recorded_dispatch(entry, buffers, words, groups):
+            rec.dispatches.append((entry, tuple(buffers), tuple(words), groups))
+            return dispatch(entry, buffers, words, groups)
+
+        def recorded_write(buf, offset, data):
+            rec.writes.append((buf, offset, bytes(data)))
+            return write(buf, offset, data)
+
+        def recorded_read(buf, offset, nbytes):
+            rec.refused = rec.refused or "a primitive read values back to the host"
+            return read(buf, offset, nbytes)
+
+        def recorded_alloc(nbytes):
+            b = alloc(nbytes)
+            rec.blocks.append(b)
+            return b
+
+        def recorded_arm(er):
+            if er not in rec.errors:
+                rec.errors.append(er)
+            return arm(er)
+
+        for owner, name, new in ((rt, "dispatch", recorded_dispatch), (rt, "write", recorded_write),
+                                 (rt, "read", recorded_read), (mem, "alloc", recorded_alloc)):
+            self._saved.append((owner, name))
+            setattr(owner, name, new)
+        self._arm = arm
+        _index.ErrorRecord.arm = recorded_arm
+
+    def stop(self):
+        for owner, name in self._saved:
+            delattr(owner, name)  # back to the class's method
+        _index.ErrorRecord.arm = self._arm
+
+
+def lower(plan, trace):
+    """(WgpuPlan, None) or (None, why not)."""
+    dev = plan.base
+    rt = dev.rt
+    for i in plan.inputs:
+        if not _contiguous(trace.arrays[i]):
+            return None, "an input is a strided view"
+    private = []
+    for i in plan.inputs:
+        a = trace.arrays[i]
+        b = dev.mem.alloc(_nbytes(a, dev))
+        private.append(WArray(b, a.shape, a.dtype))
+    _copy(rt, [(a.block, p.block, _nbytes(a, dev)) for a, p in zip([trace.arrays[i] for i in plan.inputs],
+                                                                    private)])
+    rec = _Recorder(dev)
+    with rt.lock:
+        rt.flush()
+        rec.start()
+        try:
+            slots = plan.run(private, host=False)
+            rt.flush()
+        finally:
+            rec.stop()
+    if rec.refused:
+        return None, rec.refused
+    if not rec.dispatches:
+        return None, "the step queued no dispatch"
+    outputs = []
+    for s in plan.outputs:
+        a = slots[s]
+        if type(a) is not WArray:
+            return None, "an output is not a device array"
+        outputs.append((s, a))
+    return WgpuPlan(plan, trace, private, rec, outputs, slots), None
+
+
+def _copy(rt, pairs):
+    with rt.lock:
+        rt.flush()
+        enc = rt.device.create_command_encoder()
+        for src, dst, n in pairs:
+            if n:
+                enc.copy_buffer_to_buffer(src.buffer.gpu, src.offset, dst.buffer.gpu, dst.offset, n)
+        rt.queue.submit([enc.finish()])
+
+
+class WgpuPlan:
+    def __init__(self, plan, trace, private, rec, outputs, shadow):
+        dev = plan.base
+        rt = dev.rt
+        self.plan = plan
+        self.base = dev
+        self.inputs = plan.inputs
+        self.private = private
+        self.nbytes = [_nbytes(p, dev) for p in private]
+        self.layouts = [(p.shape, p.dtype) for p in private]
+        self.blocks = rec.blocks  # held: their memory is the plan's
+        self.shadow = shadow  # the shadow run's arrays (consts and outputs among them)
+        self.writes = rec.writes
+        self.errors = rec.errors
+        self.outputs = outputs
+        self.nslots = plan.nslots
+        n = len(rec.dispatches)
+        size = max(n * _runtime.PARAM_BYTES, 256)
+        import wgpu
+        self.params = rt.device.create_buffer(size=size, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST)
+        staging = bytearray(size)
+        groups_max = rt.max_groups
+        self.steps = []
+        bind_groups = {}
+        for k, (entry, buffers, words, groups) in enumerate(rec.dispatches):
+            offset = k * _runtime.PARAM_BYTES
+            _runtime._packer(len(words))(staging, offset, *words)
+            readonly = entry[2]
+            key = (readonly,) + buffers
+            bg = bind_groups.get(key)
+            if bg is None:
+                entries = [{"binding": 0, "resource": {"buffer": self.params, "offset": 0,
+                                                       "size": _runtime.PARAM_BYTES}}]
+                for i, b in enumerate(buffers):
+                    entries.append({"binding": i + 1, "resource": {"buffer": b.gpu, "offset": 0, "size": b.size}})
+                bg = bind_groups[key] = rt.device.create_bind_group(layout=rt.layouts(len(buffers), readonly)[0],
+                                                                    entries=entries)
+            if type(groups) is int:
+                gx, gy, gz = groups, 1, 1
+                if groups > groups_max:
+                    gy = (groups + groups_max - 1) // groups_max
+                    gx = (groups + gy - 1) // gy
+            else:
+                gx, gy, gz = groups
+            self.steps.append((entry[0], bg, offset, gx, gy, gz))
+        self.bind_groups = bind_groups
+        rt.queue.write_buffer(self.params, 0, staging, 0, size)
+        self.feeds = {}
+        for s in plan.feeds:
+            a = plan.template[s]
+            if type(a) is not WArray:
+                raise ReplayError("a feed that is not a device array")
+            self.feeds[s] = a
+
+    def run_host(self):
+        plan = self.plan
+        dev = self.base
+        for kind, x in plan.host:
+            if kind == "hook":
+                x()
+            else:
+                fn, shape, dtype = plan.feeds[x]
+                a = self.feeds[x]
+                data = dev.to_bytes(dev.full(shape, fn(), dtype))
+                dev.rt.write(a.block.buffer, a.block.offset, data + bytes(-len(data) % 4))
+
+    def run(self, arrays, host=True):
+        for a, (shape, dtype) in zip(arrays, self.layouts):
+            if not _contiguous(a) or a.shape != shape or a.dtype is not dtype:
+                raise ReplayError("an input's layout differs from the recording's")
+        if host:
+            self.run_host()
+        dev = self.base
+        rt = dev.rt
+        mem = dev.mem
+        slots = [None] * self.nslots
+        with rt.lock:
+            rt.flush()
+            q = rt.queue
+            for buf, off, data in self.writes:
+                q.write_buffer(buf.gpu, off, data)
+            enc = rt.device.create_command_encoder()
+            for a, p, n in zip(arrays, self.private, self.nbytes):
+                if n:
+                    enc.copy_buffer_to_buffer(a.block.buffer.gpu, a.block.offset, p.block.buffer.gpu,
+                                              p.block.offset, n)
+            cp = enc.begin_compute_pass()
+            if rt._offset is not None:
+                ci = cp._internal
+                off = rt._offset
+                last = None
+                for pipe, bg, offset, gx, gy, gz in self.steps:
+                    if pipe is not last:
+                        _runtime._SET_PIPELINE(ci, pipe._internal)
+                        last = pipe
+                    off[0] = offset
+                    _runtime._SET_BIND_GROUP(ci, 0, bg._internal, 1, off)
+                    _runtime._DISPATCH(ci, gx, gy, gz)
+            else:
+                for pipe, bg, offset, gx, gy, gz in self.steps:
+                    cp.set_pipeline(pipe)
+                    cp.set_bind_group(0, bg, [offset])
+                    cp.dispatch_workgroups(gx, gy, gz)
+            cp.end()
+            for s, a in self.outputs:
+                b = mem.alloc(a.block.size)
+                enc.copy_buffer_to_buffer(a.block.buffer.gpu, a.block.offset, b.buffer.gpu, b.offset,
+                                          min(a.block.size, b.size))
+                slots[s] = WArray(b, a.shape, a.dtype, a.strides, a.offset)
+            q.submit([enc.finish()])
+            rt.dispatches += len(self.steps)
+            rt.submits += 1
+        for er in self.errors:
+            er.arm()
+        return slots

@@ -1,0 +1,159 @@
+"""What a step reads and changes: its tensors, the modules' parameters and buffers, the optimizers' state.
+
+``collect(args, kwargs)`` walks the step's arguments once and returns ``Inputs``:
+
+- ``tensors``: every tensor the step can read, in a fixed order: tensors among the arguments
+  (inside tuples, lists and dicts too), each module's parameter values and buffers, each optimizer's
+  state tensors;
+- ``holders``: for the tensors that live in a module or an optimizer, how to put a new one there;
+- ``key``: what a recorded plan is valid for: every tensor's shape, dtype and device, each module's
+  structure and training flag, each optimizer's hyperparameters, and the value of every plain
+  argument (numbers, strings, None). Other objects count by identity.
+"""
+import ember
+from ember.nn import Module
+from ember.nn.module import Param
+
+_PLAIN = (int, float, bool, str, type(None))
+
+
+class Holder:
+    """Where a tensor lives: a Param, a module buffer or an optimizer state entry."""
+
+    __slots__ = ("kind", "owner", "name", "key")
+
+    def __init__(self, kind, owner, name=None, key=None):
+        self.kind = kind
+        self.owner = owner
+        self.name = name
+        self.key = key
+
+    def get(self):
+        if self.kind == "param":
+            return self.owner.value
+        if self.kind == "buffer":
+            return getattr(self.owner, self.name)
+        return self.owner.state[self.name][self.key]
+
+    def put(self, t):
+        if self.kind == "param":
+            self.owner.value = t  # Param makes it a leaf with its id again
+        elif self.kind == "buffer":
+            setattr(self.owner, self.name, t)
+        else:
+            self.owner.state[self.name][self.key] = t
+
+
+class Inputs:
+    def __init__(self):
+        self.tensors = []
+        self.holders = []  # parallel to tensors: a Holder or None (an argument)
+        self.key = []
+        self.optimizers = []
+        self._seen = set()
+
+    def _tensor(self, t, holder):
+        self.tensors.append(t)
+        self.holders.append(holder)
+        self.key.append(("T", t.shape, t.dtype.name, t.device, t.requires_grad))
+
+    def walk(self, v):
+        t = type(v)
+        if t is ember.Tensor:
+            self._tensor(v, None)
+        elif t in _PLAIN:
+            self.key.append((t.__name__, v))
+        elif t is tuple or t is list:
+            self.key.append((t.__name__, len(v)))
+            for x in v:
+                self.walk(x)
+        elif t is dict:
+            self.key.append(("dict", tuple(sorted(v, key=str))))
+            for k in sorted(v, key=str):
+                self.walk(v[k])
+        elif isinstance(v, Module):
+            self._module(v)
+        elif _is_optimizer(v):
+            self._optimizer(v)
+        else:
+            self.key.append(("object", id(v)))
+
+    def _module(self, m):
+        self.key.append(("module", id(m)))
+        if id(m) in self._seen:
+            return
+        self._seen.add(id(m))
+        for prefix, sub in m._walk():
+            self.key.append((prefix, sub.training))
+            for n, v in sub._items():
+                if type(v) is Param:
+                    if id(v) not in self._seen:
+                        self._seen.add(id(v))
+                        self._tensor(v.value, Holder("param", v))
+                elif type(v) is ember.Tensor:
+                    self._tensor(v, Holder("buffer", sub, n))
+
+    def _optimizer(self, opt):
+        self.key.append(("optimizer", id(opt)))
+        if id(opt) in self._seen:
+            return
+        self._seen.add(id(opt))
+        self.optimizers.append(opt)
+        for g in opt.param_groups:
+            self.key.append(tuple((k, repr(v)) for k, v in sorted(g.items()) if k != "params"))
+        for pid in sorted(opt.state):
+            s = opt.state[pid]
+            for k in sorted(s):
+                v = s[k]
+                if type(v) is ember.Tensor:
+                    self._tensor(v, Holder("state", opt, pid, k))
+                else:
+                    self.key.append((pid, k, type(v).__name__))
+
+
+def _is_optimizer(v):
+    from ember.accel.optim import Optimizer
+    return isinstance(v, Optimizer)
+
+
+def _free(fn):
+    """The values ``fn`` reads from its closure and by global name: tensors, modules, optimizers and
+    plain values it did not receive as arguments (a step written as a closure over its model)."""
+    out = []
+    code = getattr(fn, "__code__", None)
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            out.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    g = getattr(fn, "__globals__", None)
+    if code is not None and g is not None:
+        for name in code.co_names:
+            if name in g:
+                v = g[name]
+                if type(v) in _PLAIN or type(v) is ember.Tensor or isinstance(v, Module) or _is_optimizer(v):
+                    out.append(v)
+    return [v for v in out if type(v) in _PLAIN or type(v) in (ember.Tensor, tuple, list, dict)
+            or isinstance(v, Module) or _is_optimizer(v)]
+
+
+def collect(args, kwargs, fn=None):
+    """``Inputs`` of a call ``fn(*args, **kwargs)``, with what ``fn`` reads from its closure."""
+    ins = Inputs()
+    ins.walk(tuple(args))
+    ins.walk(dict(kwargs))
+    if fn is not None:
+        ins.walk(_free(fn))
+    ins.key = tuple(ins.key)
+    return ins
+
+
+def counters(optimizers):
+    """{(optimizer index, param id, key): value} for the numbers in the optimizers' state (step counts)."""
+    out = {}
+    for i, opt in enumerate(optimizers):
+        for pid, s in opt.state.items():
+            for k, v in s.items():
+                if type(v) in (int, float):
+                    out[(i, pid, k)] = v
+    return out

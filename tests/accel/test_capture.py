@@ -1,0 +1,221 @@
+"""Step capture (``ember.accel.compile``): a recorded step replays with the eager step's bits.
+
+Every check runs a compiled and an eager copy of the same model side by side from equal weights
+and compares losses and weights exactly after each step, on every plain backend the harness has
+(the C-backed Cpu replays its kernel calls; the others replay their primitives). Then what must
+fall back (with one warning) and what must re-record.
+"""
+import warnings
+
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember.accel import compile
+from ember.accel.autodiff import Autodiff
+from ember.accel.capture import CaptureWarning, feed
+from ember.accel.optim import SGD, Adam
+from ember.nn.conv import Conv2d
+from ember.nn.linear import Linear
+from ember.nn.module import Module
+from harness import backends
+
+INNER = backends.plain()
+IDS = [n for n, _ in INNER]
+
+
+class MLP(Module):
+    def __init__(self, gen, n_in=12):
+        super().__init__()
+        self.fc1 = Linear(n_in, 16, generator=gen)
+        self.fc2 = Linear(16, 5, generator=gen)
+
+    def forward(self, x):
+        return self.fc2(F.relu(self.fc1(x)))
+
+
+class Conv(Module):
+    def __init__(self, gen):
+        super().__init__()
+        self.conv = Conv2d(1, 3, 3, padding=1, generator=gen)
+        self.fc = Linear(3 * 4 * 4, 5, generator=gen)
+
+    def forward(self, x):
+        return self.fc(F.max_pool2d(F.relu(self.conv(x)), 2).flatten(1))
+
+
+def _data(dev, shape, seed=1):
+    g = ember.Generator(seed)
+    x = ember.rand(*shape, generator=g).to(dev)
+    y = ember.randint(0, 5, (shape[0],), generator=g).to(dev)
+    return x, y
+
+
+def _pair(inner, make, momentum=0.0):
+    out = []
+    for _ in range(2):
+        model = make(ember.Generator(0)).to(Autodiff(inner))
+        opt = SGD(model, lr=0.1, momentum=momentum)
+        out.append((model, opt))
+    return out
+
+
+def _weights(model):
+    return [p.value.tolist() for p in model.parameters()]
+
+
+def _step(model, opt, x, y):
+    loss = F.cross_entropy(model(x), y)
+    opt.step(loss.backward())
+    return loss
+
+
+@pytest.mark.parametrize("inner", [d for _, d in INNER], ids=IDS)
+@pytest.mark.parametrize("make,shape", [(MLP, (6, 12)), (Conv, (3, 1, 8, 8))], ids=["mlp", "conv"])
+def test_replay_equals_eager(inner, make, shape):
+    (m1, o1), (m2, o2) = _pair(inner, make, momentum=0.9)
+    x, y = _data(Autodiff(inner), shape)
+    step = compile(_step)
+    for i in range(6):
+        a = _step(m1, o1, x, y).tolist()
+        b = step(m2, o2, x, y).tolist()
+        assert a == b, i
+        assert _weights(m1) == _weights(m2), i
+    assert not step.refused, step.refused
+    assert step.stats["replayed"] >= 3, step.stats
+    if getattr(inner, "kernels", None) == "c" or type(inner).__name__ == "Wgpu":
+        assert step.lowering == "lowered"
+
+
+def test_closure_step_and_new_batch_size_re_records():
+    inner = ember.Cpu()
+    (m1, o1), (m2, o2) = _pair(inner, MLP)
+    data = {"x": None, "y": None}
+
+    def eager():
+        return _step(m1, o1, data["x"], data["y"])
+
+    @compile
+    def step():
+        return _step(m2, o2, data["x"], data["y"])
+
+    for n in (4, 4, 4, 4, 7, 7, 7, 7, 4):
+        data["x"], data["y"] = _data(Autodiff(inner), (n, 12), seed=n)
+        assert eager().tolist() == step().tolist()
+        assert _weights(m1) == _weights(m2)
+    assert step.stats["recorded"] == 2, step.stats
+    assert step.stats["replayed"] >= 3
+
+
+def test_results_are_not_overwritten_by_later_replays():
+    inner = ember.Cpu()
+    (m, o), _ = _pair(inner, MLP)
+    x, y = _data(Autodiff(inner), (4, 12))
+    step = compile(_step)
+    losses, snapshots = [], []
+    for _ in range(6):
+        before = [p.value for p in m.parameters()]
+        snapshots.append((before, [t.tolist() for t in before]))
+        losses.append((step(m, o, x, y), None))
+    losses = [(t, t.tolist()) for t, _ in losses]
+    for _ in range(3):
+        step(m, o, x, y)
+    for t, values in losses:
+        assert t.tolist() == values
+    for tensors, values in snapshots:
+        assert [t.tolist() for t in tensors] == values
+
+
+def _refused(fn, *args):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(4):
+            fn(*args)
+    return [w for w in caught if issubclass(w.category, CaptureWarning)]
+
+
+def test_host_read_falls_back_with_one_warning():
+    inner = ember.Cpu()
+    (m, o), (m2, o2) = _pair(inner, MLP)
+    x, y = _data(Autodiff(inner), (4, 12))
+
+    def step(model, opt):
+        loss = F.cross_entropy(model(x), y)
+        if loss.item() > 100:  # a decision on a device value
+            loss = loss * 0
+        opt.step(loss.backward())
+        return loss
+
+    c = compile(step)
+    caught = _refused(c, m, o)
+    assert len(caught) == 1 and "host" in str(caught[0].message)
+    assert c.stats["replayed"] == 0
+    for _ in range(4):
+        step(m2, o2)
+    assert _weights(m) == _weights(m2)
+
+
+def test_host_randomness_and_numbers_are_refused():
+    inner = ember.Cpu()
+    x = ember.ones(3, 4, device=inner)
+    g = ember.Generator(0)
+
+    def noisy(x):
+        return x + ember.tensor([g.random() for _ in range(4)], device=inner)
+
+    c = compile(noisy)
+    caught = _refused(c, x)
+    assert len(caught) == 1 and "random" in str(caught[0].message)
+
+    c = compile(lambda x: (x * 2).sum().tolist())
+    assert len(_refused(c, x)) == 1
+
+
+def test_undeclared_optimizer_is_refused():
+    inner = ember.Cpu()
+    model = MLP(ember.Generator(0)).to(Autodiff(inner))
+    opt = Adam(model, lr=0.01)
+    x, y = _data(Autodiff(inner), (4, 12))
+    c = compile(_step)
+    caught = _refused(c, model, opt, x, y)
+    assert len(caught) == 1 and "Adam" in str(caught[0].message)
+
+
+def test_feed_is_evaluated_on_every_replay():
+    inner = ember.Cpu()
+
+    class Box:  # an object counts by identity in the key: its value reaches the step by the feed
+        v = 1.0
+    x = ember.ones(5, device=inner)
+
+    @compile
+    def step(x, box):
+        return x * feed(lambda: box.v, ember.float32, inner)
+
+    box = Box()
+    for v in (1.0, 2.0, 3.0, 4.0, 5.0, 6.0):
+        box.v = v
+        assert step(x, box).tolist() == [v] * 5
+    assert step.stats["replayed"] == 4
+
+
+def test_bad_targets_in_a_replay_raise_the_eager_error():
+    inner = ember.Cpu()
+    (m, o), _ = _pair(inner, MLP)
+    x, y = _data(Autodiff(inner), (4, 12))
+    step = compile(_step)
+    for _ in range(4):
+        step(m, o, x, y)
+    bad = ember.tensor([0, 1, 9, 2], device=Autodiff(inner))
+    with pytest.raises(IndexError):
+        step(m, o, x, bad)
+
+
+def test_two_devices_are_refused():
+    from ember.accel import NumPy
+    a = ember.ones(3, device=ember.Cpu())
+    b = ember.ones(3, device=NumPy())
+    c = compile(lambda a, b: a + b.to(ember.Cpu()))
+    caught = _refused(c, a, b)
+    assert len(caught) == 1 and "two devices" in str(caught[0].message)
+    assert c(a, b).tolist() == [2.0] * 3
