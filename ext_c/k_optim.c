@@ -6,7 +6,8 @@
    api.h). Inputs are only read; outputs are fresh arrays.
 
    Portable C99 like the k_*.c kernels (no threads, no allocation); built once, outside the per-ISA
-   builds, and never contracted: a fused multiply-add would round once where the ops round twice. */
+   builds (with an AVX2 clone, below), and never contracted: a fused multiply-add would round once
+   where the ops round twice. */
 #include "kernels.h"
 #include "api.h"
 
@@ -16,12 +17,25 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
+/* an AVX2 clone where the loader can pick one (quant.c does the same): twice the lanes for sqrt and
+   division; AVX2 without FMA, so nothing can contract either way */
+#if defined(EMB_HAVE_AVX2) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__)
+#define EMB_OPT_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define EMB_OPT_CLONES
+#endif
+
 /* ember's maximum: nan from either side, else the first operand on a tie */
 #define OPT_MAX(x, y) ((x) != (x) ? (x) : (y) != (y) ? (y) : (x) >= (y) ? (x) : (y))
 
-/* p: the parameter's pointers in api.h's order, each advanced by `at` elements */
+/* The formulas run a block of elements at a time, one stage per loop with the switches outside the
+   loops, so each loop vectorizes; stages pass values through the block's temporaries. */
+#define OPT_BLOCK 256
+#define OPT_FOR(j, k) for (j = 0; j < (k); j++)
+
+/* p: the parameter's pointers in api.h's order; elements at..at+n of it */
 #define OPT_SGD(T, NAME)                                                                          \
-    static void NAME(const uintptr_t *p, const T *h, emb_i at, emb_i n)                           \
+    EMB_OPT_CLONES static void NAME(const uintptr_t *p, const T *h, emb_i at, emb_i n)            \
     {                                                                                             \
         const T *x = (const T *)p[EMB_OPT_X] + at, *g = (const T *)p[EMB_OPT_G] + at;             \
         const T *buf = p[EMB_SGD_BUF] ? (const T *)p[EMB_SGD_BUF] + at : 0;                       \
@@ -32,29 +46,41 @@
         const int maximize = h[EMB_SGD_MAXIMIZE] != 0, wd_on = h[EMB_SGD_WEIGHT_DECAY_ON] != 0;   \
         const int mom_on = h[EMB_SGD_MOMENTUM_ON] != 0 && obuf, damp_on = h[EMB_SGD_DAMP_ON] != 0; \
         const int nesterov = h[EMB_SGD_NESTEROV] != 0;                                            \
-        emb_i i;                                                                                  \
-        for (i = 0; i < n; i++) {                                                                 \
-            T gi = g[i], b;                                                                       \
-            if (maximize)                                                                         \
-                gi = -gi;                                                                         \
-            if (wd_on)                                                                            \
-                gi = gi + x[i] * wd;                                                              \
-            if (mom_on) {                                                                         \
-                if (buf) {                                                                        \
-                    b = buf[i] * mom;                                                             \
-                    b = damp_on ? b + gi * damp : b + gi;                                         \
-                } else {                                                                          \
-                    b = gi;                                                                       \
-                }                                                                                 \
-                obuf[i] = b;                                                                      \
-                gi = nesterov ? gi + b * mom : b;                                                 \
+        T t[OPT_BLOCK];                                                                           \
+        emb_i s, j, k;                                                                            \
+        for (s = 0; s < n; s += OPT_BLOCK) {                                                      \
+            const T *xs = x + s, *gs = g + s;                                                     \
+            T *ob = mom_on ? obuf + s : 0;                                                        \
+            k = n - s < OPT_BLOCK ? n - s : OPT_BLOCK;                                            \
+            if (maximize) {                                                                       \
+                OPT_FOR(j, k) t[j] = -gs[j];                                                      \
+                gs = t;                                                                           \
             }                                                                                     \
-            ox[i] = x[i] - gi * lr;                                                               \
+            if (wd_on) {                                                                          \
+                OPT_FOR(j, k) t[j] = gs[j] + xs[j] * wd;                                          \
+                gs = t;                                                                           \
+            }                                                                                     \
+            if (mom_on) {                                                                         \
+                if (buf && damp_on) {                                                             \
+                    OPT_FOR(j, k) ob[j] = buf[s + j] * mom + gs[j] * damp;                        \
+                } else if (buf) {                                                                 \
+                    OPT_FOR(j, k) ob[j] = buf[s + j] * mom + gs[j];                               \
+                } else {                                                                          \
+                    OPT_FOR(j, k) ob[j] = gs[j];                                                  \
+                }                                                                                 \
+                if (nesterov) {                                                                   \
+                    OPT_FOR(j, k) t[j] = gs[j] + ob[j] * mom;                                     \
+                    gs = t;                                                                       \
+                } else {                                                                          \
+                    gs = ob;                                                                      \
+                }                                                                                 \
+            }                                                                                     \
+            OPT_FOR(j, k) ox[s + j] = xs[j] - gs[j] * lr;                                         \
         }                                                                                         \
     }
 
 #define OPT_ADAM(T, NAME, SQRT)                                                                   \
-    static void NAME(const uintptr_t *p, const T *h, emb_i at, emb_i n)                           \
+    EMB_OPT_CLONES static void NAME(const uintptr_t *p, const T *h, emb_i at, emb_i n)            \
     {                                                                                             \
         const T *x = (const T *)p[EMB_OPT_X] + at, *g = (const T *)p[EMB_OPT_G] + at;             \
         const T *m = (const T *)p[EMB_ADAM_M] + at, *v = (const T *)p[EMB_ADAM_V] + at;           \
@@ -69,30 +95,37 @@
         const int maximize = h[EMB_ADAM_MAXIMIZE] != 0, wd_on = h[EMB_ADAM_WEIGHT_DECAY_ON] != 0; \
         const int decoupled = h[EMB_ADAM_DECOUPLED] != 0, high = h[EMB_ADAM_LERP_HIGH] != 0;      \
         const int ams = h[EMB_ADAM_AMSGRAD] != 0 && vmax && ovmax;                                \
-        emb_i i;                                                                                  \
-        for (i = 0; i < n; i++) {                                                                 \
-            T gi = g[i], xi = x[i], d, mi, vi, den;                                               \
-            if (maximize)                                                                         \
-                gi = -gi;                                                                         \
-            if (wd_on) {                                                                          \
-                if (decoupled)                                                                    \
-                    xi = xi * decay;                                                              \
-                else                                                                              \
-                    gi = gi + xi * wd;                                                            \
+        T t[OPT_BLOCK], xt[OPT_BLOCK], d[OPT_BLOCK];                                              \
+        emb_i s, j, k;                                                                            \
+        for (s = 0; s < n; s += OPT_BLOCK) {                                                      \
+            const T *xs = x + s, *gs = g + s, *ms = m + s, *top;                                  \
+            T *oms = om + s, *ovs = ov + s;                                                       \
+            k = n - s < OPT_BLOCK ? n - s : OPT_BLOCK;                                            \
+            if (maximize) {                                                                       \
+                OPT_FOR(j, k) t[j] = -gs[j];                                                      \
+                gs = t;                                                                           \
             }                                                                                     \
-            d = gi - m[i];                                                                        \
-            mi = high ? gi - d * w : m[i] + d * w;                                                \
-            vi = v[i] * beta2 + gi * omb2 * gi;                                                   \
-            om[i] = mi;                                                                           \
-            ov[i] = vi;                                                                           \
-            if (ams) {                                                                            \
-                T top = OPT_MAX(vmax[i], vi);                                                     \
-                ovmax[i] = top;                                                                   \
-                den = SQRT(top) / bc2s + eps;                                                     \
+            if (wd_on && decoupled) {                                                             \
+                OPT_FOR(j, k) xt[j] = xs[j] * decay;                                              \
+                xs = xt;                                                                          \
+            } else if (wd_on) {                                                                   \
+                OPT_FOR(j, k) t[j] = gs[j] + xs[j] * wd;                                          \
+                gs = t;                                                                           \
+            }                                                                                     \
+            OPT_FOR(j, k) d[j] = (gs[j] - ms[j]) * w;                                             \
+            if (high) {                                                                           \
+                OPT_FOR(j, k) oms[j] = gs[j] - d[j];                                              \
             } else {                                                                              \
-                den = SQRT(vi) / bc2s + eps;                                                      \
+                OPT_FOR(j, k) oms[j] = ms[j] + d[j];                                              \
             }                                                                                     \
-            ox[i] = xi + (mi / den) * nss;                                                        \
+            OPT_FOR(j, k) ovs[j] = v[s + j] * beta2 + gs[j] * omb2 * gs[j];                       \
+            top = ovs;                                                                            \
+            if (ams) {                                                                            \
+                OPT_FOR(j, k) ovmax[s + j] = OPT_MAX(vmax[s + j], ovs[j]);                        \
+                top = ovmax + s;                                                                  \
+            }                                                                                     \
+            OPT_FOR(j, k) d[j] = SQRT(top[j]) / bc2s + eps;                                       \
+            OPT_FOR(j, k) ox[s + j] = xs[j] + (oms[j] / d[j]) * nss;                              \
         }                                                                                         \
     }
 
