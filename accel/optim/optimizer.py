@@ -203,7 +203,8 @@ class Optimizer:
         """``(tensor, values)``: a cohort's hyperparameters (``_hyper_values``, in the layout of
         ``updates.py``) as one small tensor of the parameters' dtype on their device, which fused
         kernels read, and as the Python floats the op-by-op formulas take. Built here only, once
-        per cohort and step: a captured step refills this tensor."""
+        per cohort and step, from the group and the step count alone: the one place a captured
+        step would refill it (Adam's bias corrections change every step)."""
         import ember
         values = self._hyper_values(group, step)
         return ember.tensor(values, dtype=dtype if dtype.kind == "f" else ember.float32, device=device), values
