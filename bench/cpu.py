@@ -1,19 +1,22 @@
 """ember's Cpu device with C kernels, beside numpy (OpenBLAS) and PyTorch, in one run.
 
-    .venv/bin/python bench/cpu.py [--quick]
+    .venv/bin/python bench/cpu.py [--quick] [--random]
 
 Measures matmul GFLOP/s (64, 256, 1024; 1 and 2 threads), conv2d (a LeNet layer; 3x3 64->64 on
 56x56), GELU and softmax over 1M floats, MLP 784-128-10 and LeNet forward at batch 1, and one op on
-16 floats. Each thread count runs in its own child process with OMP/OPENBLAS/MKL/EMBER_NUM_THREADS
-set before numpy and torch load, and with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (they slow
-numpy's GEMM on this machine; see the env notes). Inside a child every contender of a group is timed
+16 floats, and random draws (rand, randn, a Bernoulli mask, dropout) of shape (64, 64, 12, 12), a
+CNN's activations (``--random`` runs only those, single-threaded). Each thread count runs in its own
+child process with OMP/OPENBLAS/MKL/EMBER_NUM_THREADS set before numpy and torch load, and with
+OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (they slow numpy's GEMM on this machine; see the env
+notes). Inside a child every contender of a group is timed
 in shuffled round-robin rounds (each sample a batch of calls lasting ~0.1 s) and the median over
 rounds is kept, so the machine's slow and fast phases hit all alike.
 
 Ratios are reference time / ember time (above 1: ember is faster); goals (issue 4):
 matmul_256_t1_vs_numpy, matmul_1024_t1_vs_numpy >= 0.9; matmul_1024_t2_vs_torch >= 0.9;
 gelu_1m_vs_torch >= 1; conv3x3_vs_torch >= 0.7; mlp_b1_vs_torch, lenet_b1_vs_torch >= 1;
-add16_vs_torch >= 0.67; gelu_fused_vs_torch, softmax_fused_vs_torch >= 1 (issue 13: GELU and softmax
+add16_vs_torch >= 0.67; rand_64x64x12x12_vs_torch >= 0.67 (issue 23: within 1.5x of ``torch.rand``);
+gelu_fused_vs_torch, softmax_fused_vs_torch >= 1 (issue 13: GELU and softmax
 written from primitives, run through ``Fusion(ember.Cpu())`` as one generated kernel each, against
 ``F.gelu``/``F.softmax``). Those without a thread count in their name compare single-threaded runs
 (as the PyTorch figures in the issue were measured); their 2-thread counterparts carry "_t2".
@@ -35,7 +38,9 @@ GOALS = {
     "matmul_256_t1_vs_numpy": 0.9, "matmul_1024_t1_vs_numpy": 0.9, "matmul_1024_t2_vs_torch": 0.9,
     "gelu_1m_vs_torch": 1.0, "conv3x3_vs_torch": 0.7, "mlp_b1_vs_torch": 1.0, "lenet_b1_vs_torch": 1.0,
     "add16_vs_torch": 0.67, "gelu_fused_vs_torch": 1.0, "softmax_fused_vs_torch": 1.0,
+    "rand_64x64x12x12_vs_torch": 0.67,
 }
+RANDOM_KEYS = ("rand", "randn", "bernoulli", "dropout")
 
 
 # -- timing ----------------------------------------------------------------------------------------
@@ -74,7 +79,35 @@ def interleaved(contenders, rounds, target):
 
 # -- the child: one thread count -------------------------------------------------------------------
 
-def child(threads, quick):
+def random_draws(dev, rounds, target):
+    """{op: {"ember", "torch"} us} for draws of shape (64, 64, 12, 12) (torch.bernoulli reads a
+    tensor of probabilities; ember's Bernoulli mask is float32, as dropout draws it)."""
+    import torch
+    import torch.nn.functional as TF
+
+    import ember
+    import ember.nn.functional as F
+    shape = (64, 64, 12, 12)
+    if ember.rand(1000, generator=ember.Generator(3), device=dev).tolist() != ember.Generator(3).uniforms(1000):
+        raise SystemExit("bench/cpu.py: rand does not give the Generator's stream")
+    probs = torch.full(shape, 0.5)
+    xe, xt = ember.ones(*shape, device=dev), torch.ones(shape)
+    half = ember.Bernoulli(0.5)
+    pairs = {
+        "rand": (lambda: ember.rand(*shape, device=dev), lambda: torch.rand(shape)),
+        "randn": (lambda: ember.randn(*shape, device=dev), lambda: torch.randn(shape)),
+        "bernoulli": (lambda: ember.random(shape, half, device=dev), lambda: torch.bernoulli(probs)),
+        "dropout": (lambda: F.dropout(xe, 0.5), lambda: TF.dropout(xt, 0.5, training=True)),
+    }
+    out = {}
+    for op in RANDOM_KEYS:
+        e, t = pairs[op]
+        times = interleaved([("ember", e), ("torch", t)], rounds, target)
+        out[op] = {k: v * 1e6 for k, v in times.items()}
+    return out
+
+
+def child(threads, quick, only_random=False):
     import numpy as np
     import torch
     import torch.nn.functional as TF
@@ -91,6 +124,10 @@ def child(threads, quick):
     rounds = 3 if quick else 9
     target = 0.03 if quick else 0.1
     out = {"threads": threads, "isa": ckernels.isa(), "numpy": np.__version__, "torch": torch.__version__}
+    out["random_64x64x12x12_us"] = random_draws(dev, rounds, target)
+    if only_random:
+        print(json.dumps(out))
+        return
     rng = np.random.default_rng(0)
     checks = {}
 
@@ -265,13 +302,14 @@ def child(threads, quick):
 
 # -- the parent ------------------------------------------------------------------------------------
 
-def run_child(threads, quick):
+def run_child(threads, quick, only_random=False):
     env = dict(os.environ)
     for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         env.pop(var, None)  # for this benchmark's processes only
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "EMBER_NUM_THREADS"):
         env[var] = str(threads)
-    args = [sys.executable, os.path.abspath(__file__), "--child", str(threads)] + (["--quick"] if quick else [])
+    args = [sys.executable, os.path.abspath(__file__), "--child", str(threads)] + (["--quick"] if quick else []) + \
+        (["--random"] if only_random else [])
     run = subprocess.run(args, env=env, capture_output=True, text=True)
     if run.returncode != 0:
         sys.stderr.write(run.stdout + run.stderr)
@@ -281,8 +319,20 @@ def run_child(threads, quick):
 
 def main():
     quick = "--quick" in sys.argv
+    only_random = "--random" in sys.argv
     if "--child" in sys.argv:
-        child(int(sys.argv[sys.argv.index("--child") + 1]), quick)
+        child(int(sys.argv[sys.argv.index("--child") + 1]), quick, only_random)
+        return
+    if only_random:
+        r = run_child(1, quick, True)["random_64x64x12x12_us"]
+        result = {"%s_64x64x12x12_vs_torch" % op: round(r[op]["torch"] / r[op]["ember"], 3) for op in RANDOM_KEYS}
+        print("ember Cpu (C kernels) random draws of (64, 64, 12, 12) beside torch, 1 thread; medians of "
+              "interleaved rounds")
+        for op in RANDOM_KEYS:
+            print("  %-9s: ember %9.1f  torch %9.1f us  (torch / ember %.3f)"
+                  % (op, r[op]["ember"], r[op]["torch"], result["%s_64x64x12x12_vs_torch" % op]))
+        result["raw"] = r
+        print(json.dumps(result, sort_keys=True))
         return
     cores = os.cpu_count() or 1
     load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
@@ -293,7 +343,7 @@ def main():
     two = runs.get(2, one)
 
     def ratios(r, suffix=""):
-        return {
+        out = {
             "gelu_1m%s_vs_torch" % suffix: r["gelu_1m_us"]["torch"] / r["gelu_1m_us"]["ember"],
             "conv3x3%s_vs_torch" % suffix: r["conv_us"]["3x3_64_56"]["torch"] / r["conv_us"]["3x3_64_56"]["ember"],
             "mlp_b1%s_vs_torch" % suffix: r["mlp_b1_us"]["torch"] / r["mlp_b1_us"]["ember"],
@@ -304,6 +354,10 @@ def main():
             "softmax_fused%s_vs_torch" % suffix:
                 r["softmax_fused_1m_us"]["torch"] / r["softmax_fused_1m_us"]["ember_fused"],
         }
+        for op in RANDOM_KEYS:
+            d = r["random_64x64x12x12_us"][op]
+            out["%s_64x64x12x12%s_vs_torch" % (op, suffix)] = d["torch"] / d["ember"]
+        return out
     # The goals compare single-threaded runs (as the anchors measured PyTorch), except the one that
     # names 2 threads; the 2-thread figures of the other ops are reported beside them ("_t2").
     result = {
@@ -329,6 +383,9 @@ def main():
                            ("lenet_b1_us", "LeNet b1"), ("add16_us", "add 16"),
                            ("gelu_fused_1m_us", "gelu fused"), ("softmax_fused_1m_us", "softmax fused")):
             print("  %-11s: %s us" % (label, "  ".join("%s %.2f" % kv for kv in sorted(r[key].items()))))
+        for op in RANDOM_KEYS:
+            print("  %-11s: %s us" % (op + " 590k", "  ".join("%s %.2f" % kv for kv in
+                                                               sorted(r["random_64x64x12x12_us"][op].items()))))
     for key, goal in GOALS.items():
         print("%-26s %6.3f  goal >= %.2f  %s" % (key, result[key], goal, "met" if result[key] >= goal else "NOT met"))
     result["isa"] = one["isa"]

@@ -539,14 +539,16 @@ def bench_queued(dev, torch):
 # -- training steps -----------------------------------------------------------------------------------
 
 def bench_training(dev, torch, np):
+    from ember.accel import compile
     from ember.accel.autodiff import Autodiff
     from ember.accel.optim import SGD
-    from _models import LeNet, MLP  # bench/_models.py, shared with bench/train_step.py
+    from _models import LeNet, MLP, MnistCNN  # bench/_models.py, shared with bench/train_step.py
 
     batch = 64
     rng = np.random.default_rng(2)
     ad = Autodiff(dev)
-    for name, cls, shape in (("mlp", MLP, (batch, 784)), ("lenet", LeNet, (batch, 1, 28, 28))):
+    for name, cls, shape in (("mlp", MLP, (batch, 784)), ("lenet", LeNet, (batch, 1, 28, 28)),
+                             ("cnn", MnistCNN, (batch, 1, 28, 28))):
         xs = rng.standard_normal(shape).astype(np.float32)
         ys = rng.integers(0, 10, batch)
         model = cls(ember.Generator(0)).to(ad)
@@ -559,13 +561,29 @@ def bench_training(dev, torch, np):
             opt.step(loss.backward())
             return loss
         first = step().item()
-        t = timed(step, dev.synchronize, 20 if not QUICK else 2)
-        OUT["%s_b%d_step_ms" % (name, batch)] = t * 1e3
-        line = "%s step (batch %d): ember %.3f ms (first loss %.4f)" % (name, batch, t * 1e3, first)
+        t = timed(lambda: step().item(), dev.synchronize, 20 if not QUICK else 2)
+        OUT["%s_b%d_eager_step_ms" % (name, batch)] = t * 1e3
+        compiled = compile(step)
+        for _ in range(3):  # two eager calls (the optimizer makes its state), then the recording
+            compiled()
+        tc = timed(lambda: compiled().item(), dev.synchronize, 20 if not QUICK else 2)
+        OUT["%s_b%d_compiled_lowering" % (name, batch)] = compiled.lowering
+        OUT["%s_b%d_compiled_stats" % (name, batch)] = dict(compiled.stats)
+        tc_nosync = timed(compiled, dev.synchronize, 20 if not QUICK else 2)
+        OUT["%s_b%d_compiled_queued_step_ms" % (name, batch)] = tc_nosync * 1e3
+        OUT["%s_b%d_step_ms" % (name, batch)] = tc * 1e3  # the compiled step, a read per step
+        line = "%s step (batch %d): ember eager %.3f ms, compiled %.3f ms with a read per step (%.3f ms " \
+               "queued; %s) (first loss %.4f)" % (name, batch, t * 1e3, tc * 1e3, tc_nosync * 1e3,
+                                                  compiled.lowering, first)
+        t = tc
         if torch is not None:
             nn = torch.nn
             if name == "mlp":
                 tm = nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10)).cuda()
+            elif name == "cnn":
+                tm = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
+                                   nn.Dropout(0.25), nn.Flatten(), nn.Linear(9216, 128), nn.ReLU(),
+                                   nn.Dropout(0.5), nn.Linear(128, 10)).cuda()
             else:
                 tm = nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
                                    nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
@@ -579,10 +597,51 @@ def bench_training(dev, torch, np):
                 loss = torch.nn.functional.cross_entropy(tm(tx), ty)
                 loss.backward()
                 topt.step()
-            tt = torch_timed(torch, tstep, 20)
+                return loss
+            tt = torch_timed(torch, lambda: tstep().item(), 20)
             OUT["torch_%s_b%d_step_ms" % (name, batch)] = tt * 1e3
             OUT["%s_b%d_step_vs_torch" % (name, batch)] = tt / t
-            line += "; torch %.3f ms; ratio %.3f" % (tt * 1e3, tt / t)
+            line += "; torch eager %.3f ms; ratio %.3f" % (tt * 1e3, tt / t)
+            if not QUICK and not arg("--no-torch-compile"):
+                try:  # torch.compile of the model (forward and backward); the optimizer stays eager
+                    cm = torch.compile(tm)
+
+                    def cstep():
+                        topt.zero_grad(set_to_none=True)
+                        loss = torch.nn.functional.cross_entropy(cm(tx), ty)
+                        loss.backward()
+                        topt.step()
+                        return loss
+                    t0 = time.perf_counter()
+                    cstep().item()
+                    OUT["torch_%s_b%d_compile_seconds" % (name, batch)] = round(time.perf_counter() - t0, 1)
+                    tcc = torch_timed(torch, lambda: cstep().item(), 20)
+                    OUT["torch_%s_b%d_compiled_step_ms" % (name, batch)] = tcc * 1e3
+                    line += "; torch.compile %.3f ms" % (tcc * 1e3)
+                except Exception as e:
+                    OUT["torch_%s_b%d_compile_error" % (name, batch)] = "%s: %s" % (type(e).__name__, str(e)[:200])
+            try:  # the whole step as a CUDA graph (PyTorch's recipe: warm up on a side stream)
+                s_ = torch.cuda.Stream()
+                s_.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(s_):
+                    for _ in range(3):
+                        tstep()
+                torch.cuda.current_stream().wait_stream(s_)
+                graph = torch.cuda.CUDAGraph()
+                topt.zero_grad(set_to_none=True)
+                with torch.cuda.graph(graph):
+                    gloss = torch.nn.functional.cross_entropy(tm(tx), ty)
+                    gloss.backward()
+                    topt.step()
+
+                def gstep():
+                    graph.replay()
+                    return gloss.item()
+                tg = torch_timed(torch, gstep, 20)
+                OUT["torch_%s_b%d_cuda_graph_step_ms" % (name, batch)] = tg * 1e3
+                line += "; torch CUDA graph %.3f ms" % (tg * 1e3)
+            except Exception as e:
+                OUT["torch_%s_b%d_cuda_graph_error" % (name, batch)] = "%s: %s" % (type(e).__name__, str(e)[:200])
         log(line)
 
 

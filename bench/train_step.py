@@ -1,10 +1,12 @@
 """Training-step speed: forward + cross entropy + backward + SGD step, ember beside PyTorch CPU.
 
     python bench/train_step.py [--rounds N] [--target S] [--threads N] [--backend auto|numpy|cpu]
-                               [--profile mlp|lenet]
+                               [--models mlp,lenet,cnn] [--profile mlp|lenet|cnn [--compiled]]
 
-Models: an MLP 784-128-10 (ReLU) and LeNet-5 (conv 1->6 5x5 pad 2, max pool, conv 6->16 5x5, max
-pool, 400-120-84-10, ReLU), both at batch 64 with float32 inputs. ember runs on
+Models: an MLP 784-128-10 (ReLU), LeNet-5 (conv 1->6 5x5 pad 2, max pool, conv 6->16 5x5, max
+pool, 400-120-84-10, ReLU) and the CNN of PyTorch's MNIST example (conv 32, conv 64, max pool,
+dropout, fc 128, dropout), all at batch 64 with float32 inputs. ember's step runs eagerly and
+captured (``ember.accel.compile``: recorded once, replayed). ember runs on
 ``Autodiff(<backend>)`` with ``ember.accel.optim.SGD``; PyTorch runs ``zero_grad(set_to_none=True)``,
 forward, ``cross_entropy``, ``backward()``, ``torch.optim.SGD.step()``. Both start from the same
 weights and data; one step is compared before timing.
@@ -19,10 +21,12 @@ Rounds where other processes used more than 0.3 cores (``/proc/stat``) are dropp
 3 quiet rounds remain. ``--profile`` runs cProfile over ember's steps instead and prints where the
 time goes. The last line is one JSON object:
 
-    mlp_b64_step_vs_torch, lenet_b64_step_vs_torch   PyTorch's time / ember's (the goal: >= 1.25)
-    mlp_b64_step_ms, lenet_b64_step_ms               ember's median step, ms
-    torch_mlp_b64_step_ms, torch_lenet_b64_step_ms   PyTorch's median step, ms
-    {mlp,lenet}_check_loss_diff, _weight_diff        one step from equal weights: |loss diff|, max |weight diff|
+    {mlp,lenet,cnn}_b64_step_vs_torch   PyTorch's time / ember's compiled step's (goals: >= 1.25, cnn >= 1)
+    {mlp,lenet,cnn}_b64_eager_vs_torch  the same for the eager step
+    {mlp,lenet,cnn}_b64_step_ms, _eager_step_ms   ember's median compiled and eager steps, ms
+    {mlp,lenet,cnn}_compiled            how the capture went: lowering, calls, refusals
+    torch_{mlp,lenet,cnn}_b64_step_ms   PyTorch's median step, ms
+    {mlp,lenet,cnn}_check_loss_diff, _weight_diff   one step from equal weights (dropout off): |loss diff|, max |weight diff|
     spread_ms                                        [min, max] over the kept rounds, per cell
     backend, threads, rounds, rounds_kept, steps_per_batch, foreign_cores, versions, goal_step_vs_torch
 """
@@ -49,11 +53,14 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import ember  # noqa: E402
 from _load import LoadMeter  # noqa: E402  (bench/_load.py: this script's folder is on sys.path)
-from _models import LeNet, MLP  # noqa: E402  (bench/_models.py, shared with bench/gpu.py)
+from _models import LeNet, MLP, MnistCNN  # noqa: E402  (bench/_models.py, shared with bench/gpu.py)
 import ember.nn.functional as F  # noqa: E402
+from ember.accel import compile  # noqa: E402
 from ember.accel.autodiff import Autodiff  # noqa: E402
 from ember.accel.optim import SGD  # noqa: E402
 
+MODELS = {"mlp": MLP, "lenet": LeNet, "cnn": MnistCNN}
+SHAPES = {"mlp": (784,), "lenet": (1, 28, 28), "cnn": (1, 28, 28)}
 BATCH = 64
 LR = 0.01
 GOAL = 1.25  # from the issue: PyTorch's time / ember's, printed, not asserted
@@ -69,6 +76,10 @@ def torch_model(torch, name):
     nn = torch.nn
     if name == "mlp":
         return nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
+    if name == "cnn":
+        return nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Dropout(0.25), nn.Flatten(), nn.Linear(9216, 128), nn.ReLU(), nn.Dropout(0.5),
+                             nn.Linear(128, 10))
     return nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
                          nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                          nn.Linear(400, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
@@ -95,7 +106,7 @@ def pick_backend(choice):
 
 def ember_setup(name, inner, x_np, y_np):
     gen = ember.Generator(0)
-    model = (MLP(gen) if name == "mlp" else LeNet(gen)).to(Autodiff(inner))
+    model = MODELS[name](gen).to(Autodiff(inner))
     opt = SGD(model, lr=LR)
     dev = model.fc1.weight.device
     x = ember.tensor(x_np.tolist(), dtype=ember.float32, device=dev)
@@ -206,26 +217,39 @@ def main():
     backend_name, inner, note = pick_backend(_arg(ARGV, "--backend", "auto", str))
     prof = _arg(ARGV, "--profile", None, str)
 
+    models = [m.strip() for m in _arg(ARGV, "--models", "mlp,lenet,cnn", str).split(",") if m.strip()]
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        sys.exit("--models: unknown %s (known: %s)" % (unknown, ",".join(MODELS)))
     r = np.random.default_rng(0)
-    data = {"mlp": (r.standard_normal((BATCH, 784)).astype(np.float32), r.integers(0, 10, BATCH)),
-            "lenet": (r.standard_normal((BATCH, 1, 28, 28)).astype(np.float32), r.integers(0, 10, BATCH))}
+    data = {name: (r.standard_normal((BATCH,) + SHAPES[name]).astype(np.float32), r.integers(0, 10, BATCH))
+            for name in models}
     print("ember train step beside PyTorch %s (CPU, %d thread%s); ember backend: Autodiff(%s)%s"
           % (torch.__version__, THREADS, "" if THREADS == 1 else "s", inner, " -- " + note if note else ""))
     if backend_name == "cpu":
         print("warning: the pure-Python Cpu backend needs seconds per step; expect a slow run")
 
-    cells, checks = {}, {}
-    for name in ("mlp", "lenet"):
+    cells, checks, compiled = {}, {}, {}
+    for name in models:
         x_np, y_np = data[name]
         e_model, e_step = ember_setup(name, inner, x_np, y_np)
         t_model, t_step = torch_setup(torch, name, e_model, x_np, y_np)
+        e_model.eval()  # dropout off for the check: the two draw different masks
+        t_model.eval()
         checks[name] = check_one_step(torch, e_model, e_step, t_model, t_step)
+        e_model.train()
+        t_model.train()
         print("%-5s one step from equal weights: |loss diff| %.1e, max |weight diff| %.1e"
               % (name, checks[name][0], checks[name][1]))
+        c_step = compile(e_step)
+        for _ in range(3):  # the optimizer makes its state, then the step is recorded
+            c_step()
+        compiled[name] = c_step
         cells["ember_" + name] = e_step
+        cells["compiled_" + name] = c_step
         cells["torch_" + name] = t_step
     if prof:
-        profile(cells["ember_" + prof])
+        profile(cells[("compiled_" if "--compiled" in ARGV else "ember_") + prof])
         return
 
     samples, loads, keep, counts = run_rounds(cells, rounds, target, random.Random(0))
@@ -236,17 +260,23 @@ def main():
     print("%d rounds, %d kept%s; other processes' load, median: %s cores"
           % (rounds, len(keep), " (fewer than %d were quiet: the figures may be skewed)" % MIN_KEPT if busy else "",
              "%.2f" % median(foreign) if foreign else "n/a"))
-    print("%-6s %22s %22s %9s %6s" % ("model", "ember ms [min-max]", "torch ms [min-max]", "torch/em", "goal"))
+    print("%-6s %22s %22s %22s %9s %6s" % ("model", "eager ms [min-max]", "compiled ms [min-max]",
+                                           "torch ms [min-max]", "torch/em", "goal"))
     result = {}
-    for name in ("mlp", "lenet"):
-        e, t = med["ember_" + name], med["torch_" + name]
-        ratio = t / e
-        print("%-6s %8.3f [%5.3f-%5.3f] %8.3f [%5.3f-%5.3f] %9.3f %6s"
-              % (name, e * 1e3, spread["ember_" + name][0], spread["ember_" + name][1], t * 1e3,
-                 spread["torch_" + name][0], spread["torch_" + name][1], ratio, ">=%.2f" % GOAL))
-        result["%s_b64_step_vs_torch" % name] = round(ratio, 3)
-        result["%s_b64_step_ms" % name] = round(e * 1e3, 4)
+    for name in models:
+        e, c, t = med["ember_" + name], med["compiled_" + name], med["torch_" + name]
+        ratio = t / c
+        cells_ = [(e, "ember_" + name), (c, "compiled_" + name), (t, "torch_" + name)]
+        print("%-6s %s %9.3f %6s" % (name, " ".join("%8.3f [%5.3f-%5.3f]" % (v * 1e3, spread[k][0], spread[k][1])
+                                                    for v, k in cells_), ratio,
+                                     ">=%.2f" % (GOAL if name != "cnn" else 1.0)))
+        result["%s_b64_step_vs_torch" % name] = round(ratio, 3)  # the compiled step, ember's fastest
+        result["%s_b64_eager_vs_torch" % name] = round(t / e, 3)
+        result["%s_b64_step_ms" % name] = round(c * 1e3, 4)
+        result["%s_b64_eager_step_ms" % name] = round(e * 1e3, 4)
         result["torch_%s_b64_step_ms" % name] = round(t * 1e3, 4)
+        result["%s_compiled" % name] = {"lowering": compiled[name].lowering, "stats": dict(compiled[name].stats),
+                                        "refused": sorted(set(compiled[name].refused.values()))}
         result["%s_check_loss_diff" % name] = float("%.3g" % checks[name][0])
         result["%s_check_weight_diff" % name] = float("%.3g" % checks[name][1])
     result.update({

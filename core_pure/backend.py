@@ -9,8 +9,8 @@ contract; the names of every op a primitive accepts come from ``ember.ops``, the
 """
 
 # The contract's names, from the one op table (ops.py says each op's trait and result dtype).
-from .ops import (BINARY_OPS, COMPARISONS, POOL_OPS, PRIMITIVES, REDUCE_OPS, SCAN_OPS, SCATTER_MODES,  # noqa: F401
-                  UNARY_OPS)
+from .ops import (BINARY_OPS, COMPARISONS, OPTIONAL_PRIMITIVES, POOL_OPS, PRIMITIVES, REDUCE_OPS,  # noqa: F401
+                  SCAN_OPS, SCATTER_MODES, UNARY_OPS)
 
 
 class Backend:
@@ -35,6 +35,18 @@ class Backend:
 
     def __repr__(self):
         return self.name + "()"
+
+    def random(self, kind, shape, dtype, generator, params):
+        """Random draws of ``kind`` (``ember.rng.KINDS``: uniform (low, high), normal (mean, std),
+        randint (low, high), bernoulli (p,): True with probability p) from ``generator`` (an
+        ``ember.Generator``), as an array of ``shape`` and ``dtype``. The frontend has checked every
+        argument. This default draws on the host (``generator.draw``) and uploads with ``from_list``;
+        a backend that generates on the device overrides it and says whether it keeps the stream.
+        """
+        n = 1
+        for s in shape:
+            n *= s
+        return self.from_list(generator.draw(kind, n, params), shape, dtype)
 
     @classmethod
     def override(cls, name, fn, backward=None):
@@ -98,6 +110,10 @@ class Decorator(Backend):
     def unwrap(self, a):
         """The inner array this device's array ``a`` stands for (no copy)."""
         raise NotImplementedError
+
+    def random(self, kind, shape, dtype, generator, params):
+        """The inner device's draws, wrapped: a leaf (no gradient flows to a random draw)."""
+        return self.wrap(self.inner.random(kind, shape, dtype, generator, params), tuple(shape), dtype)
 
     def run_composite(self, name, args, kwargs):
         """Composite ``name`` on this decorator's tensors. By default: when a device below has an

@@ -165,16 +165,12 @@ def arange(start, end=None, step=1, dtype=None, device=None):
 
 def rand(*size, generator=None, dtype=None, device=None):
     """Uniform draws in [0, 1) from ``generator`` (ember's seeded default when None)."""
-    shape = size_args(size, "rand")
-    g = _generator(generator, "rand")
-    return _floats(g.uniforms(numel(shape)), shape, dtype, device, "rand")
+    return draw("uniform", size_args(size, "rand"), (0.0, 1.0), generator, dtype, device, "rand")
 
 
 def randn(*size, generator=None, dtype=None, device=None):
     """Standard normal draws from ``generator`` (ember's seeded default when None)."""
-    shape = size_args(size, "randn")
-    g = _generator(generator, "randn")
-    return _floats(g.normals(numel(shape)), shape, dtype, device, "randn")
+    return draw("normal", size_args(size, "randn"), (0.0, 1.0), generator, dtype, device, "randn")
 
 
 def _generator(generator, op):
@@ -185,12 +181,19 @@ def _generator(generator, op):
     return generator
 
 
-def _floats(flat, shape, dtype, device, op):
-    dt = dtypes.get(dtype, op) if dtype is not None else dtypes.default_float
-    if dt.kind != "f":
-        raise DTypeError("%s: expected a float dtype, found %s" % (op, dt.name))
+def draw(kind, shape, params, generator, dtype, device, op):
+    """A tensor of ``shape`` from the device's ``random`` primitive (``Backend.random``: ``kind``
+    and ``params`` as it takes them), after checking the generator and dtype; ``op`` names the
+    caller in errors. A float dtype unless ``kind`` is randint."""
+    g = _generator(generator, op)
+    if kind == "randint":
+        dt = dtypes.get(dtype, op) if dtype is not None else dtypes.default_int
+    else:
+        dt = dtypes.get(dtype, op) if dtype is not None else dtypes.default_float
+        if dt.kind != "f":
+            raise DTypeError("%s: expected a float dtype, found %s" % (op, dt.name))
     dev = resolve(device, op)
-    return Tensor(dev.from_list(flat, shape, dt), shape, dt, dev)
+    return Tensor(dev.random(kind, shape, dt, g, params), shape, dt, dev)
 
 
 def empty(*size, dtype=None, device=None):
@@ -233,13 +236,9 @@ def randint(low, high=None, size=(), generator=None, dtype=None, device=None):
     if high is None or type(high) in (tuple, list):
         low, high, size = 0, low, (high if high is not None else size)
     shape = size_args((size,), "randint")
-    g = _generator(generator, "randint")
     if type(low) is not int or type(high) is not int or low >= high:
         raise ArgumentError("randint: expected int low < high, found %r and %r" % (low, high))
-    flat = [g.randint(low, high) for _ in range(numel(shape))]
-    dt = dtypes.get(dtype, "randint") if dtype is not None else dtypes.default_int
-    dev = resolve(device, "randint")
-    return Tensor(dev.from_list(flat, shape, dt), shape, dt, dev)
+    return draw("randint", shape, (low, high), generator, dtype, device, "randint")
 
 
 def random(shape, distribution=None, generator=None, dtype=None, device=None):
@@ -253,5 +252,15 @@ def random(shape, distribution=None, generator=None, dtype=None, device=None):
     if not isinstance(distribution, Distribution):
         raise ArgumentTypeError("random: expected a Distribution such as ember.Normal(0, 1), found %r"
                                 % (distribution,))
+    if distribution.kind is not None:
+        return draw(distribution.kind, shape, distribution.params, generator, dtype, device, "random")
     g = _generator(generator, "random")
     return _floats(distribution.sample(g, numel(shape)), shape, dtype, device, "random")
+
+
+def _floats(flat, shape, dtype, device, op):
+    dt = dtypes.get(dtype, op) if dtype is not None else dtypes.default_float
+    if dt.kind != "f":
+        raise DTypeError("%s: expected a float dtype, found %s" % (op, dt.name))
+    dev = resolve(device, op)
+    return Tensor(dev.from_list(flat, shape, dt), shape, dt, dev)

@@ -70,6 +70,8 @@ PRIMITIVES = (
     "unary", "binary", "where", "cast",
     "reduce", "scan", "sort", "matmul", "conv", "pool", "gather", "scatter",
 )
+# primitives with a default on ``Backend`` (host work through the ones above); a backend may do better
+OPTIONAL_PRIMITIVES = ("random",)
 
 _SCALARS = (bool, int, float)
 
@@ -132,6 +134,7 @@ _INFER = {
         (x.shape[:2] + _spatial(x, kernel, stride, padding, dilation), x.dtype),
     "gather": lambda x, dim, index: (index.shape, x.dtype),
     "scatter": lambda x, dim, index, src, mode: (x.shape, x.dtype),
+    "random": lambda kind, shape, dtype, generator, params: (tuple(shape), dtype),
 }
 
 

@@ -1,11 +1,15 @@
 """ember's random numbers: xoshiro128++ on 32-bit words, so CPython and MicroPython give the same stream.
 
-Every random tensor is drawn here on the host, whatever its device, so one seed gives the same
-values on every backend. Uniform floats use 24 random bits: exactly representable in float32.
+``Generator.draw`` defines what each kind of the ``random`` primitive gives (docs/architecture.md
+§4): the pure Cpu draws here on the host, the C-backed Cpu, NumPy and Wgpu give the same values
+(from C where it loads); only ``Wgpu(random="philox")`` draws other values, on the GPU, keyed by
+two words of this stream. Uniform floats use 24 random bits:
+exactly representable in float32.
 """
 import math
 
 _M32 = 0xFFFFFFFF
+KINDS = ("uniform", "normal", "randint", "bernoulli")  # what the ``random`` primitive draws
 
 
 def _splitmix32(x):
@@ -92,6 +96,34 @@ class Generator:
             else:
                 self._spare = r * math.sin(a)
         return out
+
+    def randints(self, n, lo, hi):
+        """``n`` ints in [lo, hi): the values of ``n`` calls of ``randint``."""
+        randint = self.randint
+        return [randint(lo, hi) for _ in range(n)]
+
+    def bernoullis(self, n, p):
+        """``n`` bools, each True with probability ``p``: uniform draw < ``p``."""
+        return [u < p for u in self.uniforms(n)]
+
+    def draw(self, kind, n, params):
+        """``n`` values of ``kind`` (one of ``KINDS``) with ``params``: uniform (low, high), normal
+        (mean, std), randint (low, high), bernoulli (p,). The host definition of the ``random``
+        primitive: every backend that keeps this stream gives exactly these values.
+
+        >>> ember.Generator(0).draw("uniform", 2, (0.0, 1.0))
+        [0.9841397404670715, 0.8972046971321106]
+        """
+        if kind == "uniform":
+            return self.uniforms(n, params[0], params[1])
+        if kind == "normal":
+            return self.normals(n, params[0], params[1])
+        if kind == "randint":
+            return self.randints(n, params[0], params[1])
+        if kind == "bernoulli":
+            return self.bernoullis(n, params[0])
+        from .errors import ArgumentError
+        raise ArgumentError("random: expected a kind in %s, found %r" % (KINDS, kind))
 
     def randint(self, lo, hi):
         """An int in [lo, hi), unbiased (rejection sampling)."""

@@ -33,6 +33,15 @@ void emb_layer_norm_f32(int64_t rows, int64_t n, uintptr_t x, uintptr_t w, uintp
                         uintptr_t out, int nthreads);
 void emb_bias_rows_f32(int64_t rows, int64_t n, uintptr_t bias, uintptr_t out);
 
+/* k_random.c: draws with ember's Generator stream, bit for bit (core_pure/rng.py). state: the 4
+   xoshiro128++ words (uint32), advanced in place; spare: {1.0 when held, value} of Box-Muller's
+   second value. Each returns 0, or -1 for an output type it does not write (nothing drawn). */
+int emb_random_uniform(int dtype, int64_t n, uintptr_t state, double lo, double hi, uintptr_t out);
+int emb_random_normal(int dtype, int64_t n, uintptr_t state, uintptr_t spare, double mean, double std,
+                      uintptr_t out);
+int emb_random_randint(int dtype, int64_t n, uintptr_t state, int64_t lo, uint64_t span, uintptr_t out);
+int emb_random_bernoulli(int dtype, int64_t n, uintptr_t state, double p, uintptr_t out);
+
 /* ---- optimizers: ember.accel.optim's SGD and Adam/AdamW over a parameter group (k_optim.c) ----
    emb_optim_step(rule, dtype, count, sizes, ptrs, hyper, nthreads): `count` parameters of
    sizes[k] elements (int64), dtype EMB_F32 or EMB_F64; ptrs: per parameter the addresses in the

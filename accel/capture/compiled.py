@@ -18,7 +18,7 @@ as arguments (they join the key) or declare them with ``feed``.
 import warnings
 
 import ember
-from ember.backend import chain, unwrap_to, wrap_from
+from ember.backend import chain, unwrap_to
 
 from . import state as _state
 from .plan import Plan
@@ -50,6 +50,33 @@ class OutTensor:
         self.shape = shape
         self.dtype = dtype
         self.device = device
+
+
+_paths = {}  # id(device) -> (device, the decorators above its base, outermost first)
+
+
+def _path(device):
+    p = _paths.get(id(device))
+    if p is None or p[0] is not device:
+        p = _paths[id(device)] = (device, tuple(chain(device)[:-1]))
+    return p[1]
+
+
+def base_arrays(tensors):
+    """The base device's array of each tensor (what ``unwrap_to`` gives, without comparing devices)."""
+    out = []
+    for t in tensors:
+        a = t._data
+        for dev in _path(t.device):
+            a = dev.unwrap(a)
+        out.append(a)
+    return out
+
+
+def _wrapped(device, a, shape, dtype):
+    for dev in reversed(_path(device)):
+        a = dev.wrap(a, shape, dtype)
+    return a
 
 
 def _base_of(tensors):
@@ -122,7 +149,7 @@ class Compiled:
             return self._eager(args, kwargs)
         from .lowering import recorder_for
         trace = Trace(base, recorder_for(base) if self.lower else None)
-        arrays = [unwrap_to(t.device, t._data, base) for t in ins.tensors]
+        arrays = base_arrays(ins.tensors)
         for a in arrays:
             trace.bind(a)
         before = _state.counters(ins.optimizers)
@@ -198,7 +225,8 @@ class Compiled:
         _leaves(res, outs)
         outs += [o for _, _, o in state_out]
         plan = Plan(trace, [o.i for o in outs])
-        why = self._check(plan, trace, [unwrap_to(t.device, t._data, base) for t in ins.tensors], outs)
+        arrays = base_arrays(ins.tensors)
+        why = self._check(plan, trace, arrays, outs)
         if why:
             return None, why
         lowered = None
@@ -206,9 +234,7 @@ class Compiled:
             from .lowering import lower
             lowered, why = lower(plan, trace)
             if lowered is not None:  # twice: a second run sees the first one's leftovers
-                why = self._check(lowered, trace, [unwrap_to(t.device, t._data, base) for t in ins.tensors],
-                                  outs) or self._check(lowered, trace, [unwrap_to(t.device, t._data, base)
-                                                                        for t in ins.tensors], outs)
+                why = self._check(lowered, trace, arrays, outs) or self._check(lowered, trace, arrays, outs)
                 if why:
                     lowered = None
             self.lowering = why or "lowered"
@@ -236,7 +262,7 @@ class Compiled:
     # -- replaying -----------------------------------------------------------------------------------
     def _replay(self, rec, ins):
         base = rec.plan.base
-        arrays = [unwrap_to(t.device, t._data, base) for t in ins.tensors]
+        arrays = base_arrays(ins.tensors)
         slots = None
         if rec.lowered is not None:
             from .lower_c import ReplayError
@@ -247,25 +273,28 @@ class Compiled:
         if slots is None:
             slots = rec.plan.run(arrays, host=rec.lowered is None)
 
-        def tensor(o):
-            a = slots[o.i]
-            return ember.Tensor(wrap_from(o.device, base, a, o.shape, o.dtype), o.shape, o.dtype, o.device)
-
-        def build(v):
-            t = type(v)
-            if t is OutTensor:
-                return tensor(v)
-            if t is tuple or t is list:
-                return t(build(x) for x in v)
-            if t is dict:
-                return {k: build(x) for k, x in v.items()}
-            return v
-
         for _, h, o in rec.state_out:
-            h.put(tensor(o))
+            h.put(_tensor(o, slots, base))
         for (i, pid, k), d in rec.counters:
             ins.optimizers[i].state[pid][k] += d
-        return build(rec.result)
+        return _build(rec.result, slots, base)
+
+
+# module functions, not closures: a recursive closure is a reference cycle, and the arrays it
+# holds would wait for the garbage collector (a GPU pool would make new buffers meanwhile)
+def _tensor(o, slots, base):
+    return ember.Tensor(_wrapped(o.device, slots[o.i], o.shape, o.dtype), o.shape, o.dtype, o.device)
+
+
+def _build(v, slots, base):
+    t = type(v)
+    if t is OutTensor:
+        return _tensor(v, slots, base)
+    if t is tuple or t is list:
+        return t(_build(x, slots, base) for x in v)
+    if t is dict:
+        return {k: _build(x, slots, base) for k, x in v.items()}
+    return v
 
 
 def _leaves(v, out):

@@ -15,6 +15,7 @@ Results that live in a buffer the plan owns are copied out, so a tensor the step
 overwritten by the next replay.
 """
 import sys
+from _thread import get_ident as _thread_id
 from array import array
 
 from ember.backends.cpu import ckernels, cstorage, pool
@@ -94,6 +95,8 @@ class CRecorder:
             ptrs = _pointer_args(self.ffi, fn)
 
             def w(*args):
+                if _thread_id() != rec.trace.thread:
+                    return fn(*args)
                 # the buffers are named now, while every buffer the arguments point into is alive
                 # (later, a freed temporary's address may belong to another buffer)
                 where = [(pos, rec.owner(args[pos])) for pos in ptrs if args[pos]]
@@ -126,14 +129,16 @@ class CRecorder:
     def _fresh(self, fresh):
         def recorded(code, n):
             arr = fresh(code, n)
-            self.made.append((len(self.trace.entries), arr, "buffer"))
+            if _thread_id() == self.trace.thread:
+                self.made.append((len(self.trace.entries), arr, "buffer"))
             return arr
         return recorded
 
     def _q(self, q):
         def recorded(values):
             arr, addr = q(values)
-            self.made.append((len(self.trace.entries), arr, "argument"))
+            if _thread_id() == self.trace.thread:
+                self.made.append((len(self.trace.entries), arr, "argument"))
             return arr, addr
         return recorded
 
@@ -141,7 +146,8 @@ class CRecorder:
     def _scalar(self, scalar):
         def recorded(code, value):
             arr = scalar(code, value)
-            self.made.append((len(self.trace.entries), arr, "argument"))
+            if _thread_id() == self.trace.thread:
+                self.made.append((len(self.trace.entries), arr, "argument"))
             return arr
         return recorded
 
@@ -209,7 +215,8 @@ def lower(plan, trace):
         launches.setdefault(l.entry, []).append(l)
     lowered = {}  # entry index -> True when its kernel calls replace it
     for e in plan.entries:
-        ok = e.kind == "primitive" or e.kind == "composite"
+        # a random draw stays a call: it reads and advances a generator on the host each time
+        ok = e.name != "random"
         outs = set()
         slots_in(e.out, outs)
         for s in outs:

@@ -33,7 +33,12 @@ class _Recorder:
         self.blocks = []
         self.errors = []
         self.refused = None
+        self.random_dispatches = 0
+        self._entry = None
         self._saved = []
+
+    def entering(self, entry):
+        self._entry = entry
 
     def start(self):
         rt, mem = self.dev.rt, self.dev.mem
@@ -41,6 +46,8 @@ class _Recorder:
         rec = self
 
         def recorded_dispatch(entry, buffers, words, groups):
+            if rec._entry is not None and rec._entry.name == "random":
+                rec.random_dispatches += 1
             rec.dispatches.append((entry, tuple(buffers), tuple(words), groups))
             return dispatch(entry, buffers, words, groups)
 
@@ -94,10 +101,12 @@ def lower(plan, trace):
         rt.flush()
         rec.start()
         try:
-            slots = plan.run(private, host=False)
+            slots = plan.run(private, host=False, each=rec.entering)
             rt.flush()
         finally:
             rec.stop()
+    if rec.random_dispatches:
+        return None, "random numbers on the GPU take words the host draws on each call"
     if rec.refused:
         return None, rec.refused
     if not rec.dispatches:

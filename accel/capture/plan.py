@@ -98,7 +98,8 @@ class Plan:
                 else:
                     slots[x] = base.full(shape, v, dtype)
 
-    def run(self, arrays, host=True):
+    def run(self, arrays, host=True, each=None):
+        """Every slot after the step; ``each(entry)``, when given, is told each entry before it runs."""
         slots = list(self.template)
         for i, a in zip(self.inputs, arrays):
             slots[i] = a
@@ -106,6 +107,8 @@ class Plan:
             self.run_host(slots)
         base = self.base
         for fn, e in self.calls:
+            if each is not None:
+                each(e)
             if e.kind == "composite":
                 r = fn(*_resolve(e.args, slots, base), **_resolve(e.kwargs, slots, base))
             else:

@@ -55,7 +55,8 @@ class Inputs:
     def _tensor(self, t, holder):
         self.tensors.append(t)
         self.holders.append(holder)
-        self.key.append(("T", t.shape, t.dtype.name, t.device, t.requires_grad))
+        # the node stands for requires_grad: a tensor on a recording device that has none records nothing
+        self.key.append(("T", t.shape, t.dtype, t.device, getattr(t._data, "node", None) is not None))
 
     def walk(self, v):
         t = type(v)

@@ -15,8 +15,11 @@ the device's primitives, makes the trace unusable: a replay would miss that work
 the step (a cached constant) is a constant: arrays are values. (Where the array class cannot be
 watched, numpy's ``ndarray``, every unknown array counts as made before.) So do reads to the host inside
 the step (``to_list``/``to_bytes``: the values would be frozen) and draws from a ``Generator`` outside
-a primitive (the numbers would repeat every replay). ``refused`` says why, in words.
+a primitive (the numbers would repeat every replay). ``refused`` says why, in words. Only the
+recording thread's calls are recorded; one step is recorded at a time.
 """
+from _thread import get_ident as _thread_id
+
 import ember
 from ember import composite as _composite
 from ember.errors import checking
@@ -111,6 +114,7 @@ class Trace:
         self.generators = []  # (Generator, its state before the step's first draw from it)
         self.refused = None
         self._depth = 0
+        self.thread = _thread_id()  # other threads' calls pass through unrecorded
         self._saved = []
         self._born = {}  # id -> array, for every array of the base's class made during the step
         self._births = False  # whether _born is kept (the array class takes the hook)
@@ -228,9 +232,12 @@ class Trace:
             return  # numpy's ndarray: an unknown array counts as made before the step
         born = self._born
 
+        me = self.thread
+
         def watched(a, *args, **kwargs):
             init(a, *args, **kwargs)
-            born[id(a)] = a
+            if _thread_id() == me:
+                born[id(a)] = a
 
         try:
             cls.__init__ = watched
@@ -250,7 +257,7 @@ class Trace:
             method = raw
 
         def recorded(dev, *args):
-            if trace._depth or dev is not trace.base and dev != trace.base:
+            if trace._depth or dev is not trace.base and dev != trace.base or _thread_id() != trace.thread:
                 return method(dev, *args)
             if name in READS and not checking.depth:
                 trace.refuse("the step reads values to the host (%s): they would be frozen in a replay"
@@ -279,7 +286,7 @@ class Trace:
         trace = self
 
         def recorded(device, name, args, kwargs):
-            if trace._depth or device is not trace.base and device != trace.base:
+            if trace._depth or device is not trace.base and device != trace.base or _thread_id() != trace.thread:
                 return run(device, name, args, kwargs)
             fn = _composite.resolve(type(device), name)[0]
             if fn is None:  # the body: its primitives record themselves
@@ -300,7 +307,7 @@ class Trace:
         trace = self
 
         def draw(g):
-            if not trace._depth:
+            if not trace._depth and _thread_id() == trace.thread:
                 trace.refuse("the step draws random numbers on the host (outside a device primitive): "
                              "a replay would repeat them")
             return next_u32(g)

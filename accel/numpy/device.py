@@ -7,6 +7,7 @@ from ember.backend import Backend
 from . import elementwise as _ew
 from . import linalg as _linalg
 from . import movement as _mv
+from . import random as _random
 from . import reduce as _reduce
 from .arrays import LE, NP, bf16_bits, bits_to_bf16, ember_dtype, from_values
 from .arrays import full as _full
@@ -80,3 +81,6 @@ class NumPy(Backend):
     pool = staticmethod(_linalg.pool)
     gather = staticmethod(_mv.gather)
     scatter = staticmethod(_mv.scatter)
+
+    # random draws: the Generator's stream, as on every Cpu
+    random = staticmethod(_random.random)

@@ -30,7 +30,7 @@ from ember.tensor import Tensor
 
 from ember.accel.autodiff import Autodiff, no_grad
 from ember.accel.data.loader import DataLoader, to_tensors
-from ember.accel.optim import Optimizer, track
+from ember.accel.optim import GradientsParams, Optimizer, track
 from ember.accel.optim.lr import LrScheduler
 
 from . import checkpoint as ckpt
@@ -159,6 +159,14 @@ def _set_rng_states(state):
     np.random.set_state((kind, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
 
 
+def _train_step(model, optimizer, loss_fn, x, y):
+    """One batch: forward, loss, backward, optimizer step (what ``Learner(compile=...)`` captures)."""
+    logits = model(x)
+    loss = loss_fn(logits, y)
+    optimizer.step(GradientsParams.from_grads(loss.backward(), model))
+    return loss, logits
+
+
 def _finite(v):
     return None if v is None or (type(v) is float and (math.isnan(v) or math.isinf(v))) else v
 
@@ -178,6 +186,11 @@ class Learner:
       (default: the early-stopping metric, else ``valid_loss``, else ``train_loss``).
     - ``strategy``: ``SingleDevice()`` (default) or ``DataParallel(workers)``.
     - ``device``: where to train (wrapped in ``Autodiff``); default the model's device.
+    - ``compile``: "auto" (default) records the training step once and replays it
+      (``ember.accel.compile``) where that applies: one device (``SingleDevice``), no gradient
+      accumulation or clipping, an optimizer that declares itself capturable. True asks for it
+      (an ``ArgumentError`` says why it does not apply); False always runs the step eagerly.
+      A step that cannot be captured (a host read in the loss...) runs eagerly, with one warning.
     - ``progress``: "auto" (dashboard on a terminal, plain lines otherwise), "dashboard", "lines",
       None (silent) or a ``View``.
     """
@@ -185,7 +198,7 @@ class Learner:
     def __init__(self, model, optimizer, loss, metrics=DEFAULT_METRICS, epochs=10, scheduler=None,
                  grad_accumulation=1, early_stopping=None, checkpoint_dir=None, keep_last=2, keep_best=True,
                  monitor=None, strategy=None, device=None, run_dir=None, progress="auto", clip_grad_norm=None,
-                 plot=True):
+                 plot=True, compile="auto"):
         if not isinstance(model, Module):
             raise ArgumentTypeError("Learner: model must be an ember.nn.Module, found %s" % type(model).__name__)
         if not isinstance(optimizer, Optimizer):
@@ -230,12 +243,35 @@ class Learner:
         self.view = choose(progress)
         self.view.bind(self)
         self.device = self._training_device(device)
+        self.compiled = self._compiled_step(compile)
         self.history = []
         self._stop = None
         self._stop_announced = False
         self._writing = False
 
     # -- setup -----------------------------------------------------------------------------------------
+    def _compiled_step(self, choice):
+        """The captured training step (``ember.accel.compile``), or None where it does not apply."""
+        if choice not in ("auto", True, False):
+            raise ArgumentError("Learner: compile must be 'auto', True or False, found %r" % (choice,))
+        if choice is False:
+            return None
+        why = None
+        if not isinstance(self.strategy, SingleDevice):
+            why = "the strategy is %r (capture needs SingleDevice)" % (self.strategy,)
+        elif self.grad_accumulation != 1:
+            why = "gradients are accumulated over %d batches" % self.grad_accumulation
+        elif self.clip_grad_norm is not None:
+            why = "gradients are clipped"
+        elif not getattr(self.optimizer, "CAPTURE", False):
+            why = "%s is not capturable" % type(self.optimizer).__name__
+        if why is not None:
+            if choice is True:
+                raise ArgumentError("Learner: compile=True does not apply: %s" % why)
+            return None
+        from ember.accel.capture import compile as capture
+        return capture(_train_step)
+
     def _training_device(self, device):
         params = self.model.parameters()
         if device is None:
@@ -448,13 +484,19 @@ class Learner:
             for batch in batches:
                 t0 = time.perf_counter()
                 x, y = self._to_device(batch)
-                grads, loss, logits = self.strategy.step(self.model, self.loss, x, y)
-                pending = grads if pending is None else pending + grads
-                pending_n += 1
                 batch_i += 1
-                if pending_n == self.grad_accumulation or batch_i == run.batches:
-                    self._optimizer_step(pending if pending_n == 1 else pending * (1.0 / pending_n))
-                    pending, pending_n = None, 0
+                if self.compiled is not None:  # forward, backward and the optimizer, captured
+                    if self.scheduler is not None:
+                        self.optimizer.lr = self.scheduler.step()
+                    loss, logits = self.compiled(self.model, self.optimizer, self.loss, x, y)
+                    loss = loss.item()
+                else:
+                    grads, loss, logits = self.strategy.step(self.model, self.loss, x, y)
+                    pending = grads if pending is None else pending + grads
+                    pending_n += 1
+                    if pending_n == self.grad_accumulation or batch_i == run.batches:
+                        self._optimizer_step(pending if pending_n == 1 else pending * (1.0 / pending_n))
+                        pending, pending_n = None, 0
                 took = time.perf_counter() - t0
                 items += y.shape[0]
                 seconds += took

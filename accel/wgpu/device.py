@@ -17,6 +17,7 @@ from ember.errors import DTypeError
 from . import codegen, ops
 from . import index as _index
 from . import linalg as _linalg
+from . import random as _random
 from . import reduce as _reduce
 from .arrays import WArray, coalesce, contiguous_strides, numel, storage_table, view
 from .memory import BufferPool
@@ -53,16 +54,21 @@ class Wgpu(Backend):
     ``adapter``: a substring of the adapter's name (default: ``EMBER_WGPU_ADAPTER``, else the
     high-performance adapter). ``memory``: ``"buckets"`` (size-bucketed buffers) or ``"pages"``
     (sub-allocation from large pages). ``memory_cap``: the most bytes of GPU buffers this device's
-    pool may hold; beyond it an op raises ``OutOfMemoryError``. All instances on one adapter share
-    its GPU queue, and their tensors meet in ops whatever their memory settings.
+    pool may hold; beyond it an op raises ``OutOfMemoryError``. ``random``: ``"stream"`` draws
+    random tensors as every Cpu does (the same values for a seed, drawn on the host and uploaded);
+    ``"philox"`` draws them on the GPU, other values for the same seed (random.py). All instances
+    on one adapter share its GPU queue, and their tensors meet in ops whatever their memory settings.
     """
 
     name = "Wgpu"
     _pools = {}
 
-    def __init__(self, adapter=None, memory="buckets", memory_cap=None, page_size=64 << 20):
+    def __init__(self, adapter=None, memory="buckets", memory_cap=None, page_size=64 << 20, random="stream"):
         if memory not in ("buckets", "pages"):
             raise ValueError("Wgpu: expected memory='buckets' or 'pages', found %r" % (memory,))
+        if random not in ("stream", "philox"):
+            raise ValueError("Wgpu: expected random='stream' or 'philox', found %r" % (random,))
+        self.random_mode = random
         rt = self.rt = runtime_for(adapter)
         pool_key = (rt.label, memory, memory_cap, page_size)
         mem = Wgpu._pools.get(pool_key)
@@ -511,6 +517,9 @@ class Wgpu(Backend):
     pool = _linalg.pool
     gather = _index.gather
     scatter = _index.scatter
+
+    # random draws: the Cpu's stream uploaded, or Philox on the GPU (random.py)
+    random = _random.random
 
 
 def _scalar_words(v, ct):

@@ -276,9 +276,11 @@ def dropout(x, p=0.5, training=True, generator=None):
         return x.clone()
     if p == 1.0:
         return x * 0
-    from ..creation import rand
-    keep = rand(x.shape, generator=generator, device=x.device) >= p
-    return x * keep / (1.0 - p)
+    from ..creation import draw
+    # keep = (uniform >= p) = 1 - (uniform < p), drawn on the device, in x's dtype
+    dropped = draw("bernoulli", x.shape, (p,), generator, x.dtype if x.dtype.kind == "f" else None, x.device,
+                   "dropout")
+    return x * (1 - dropped) / (1.0 - p)
 
 
 # -- lookup ------------------------------------------------------------------------------------

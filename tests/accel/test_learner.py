@@ -354,3 +354,31 @@ def test_learner_argument_errors():
         Learner(model, opt, F.cross_entropy, progress="fancy")
     with pytest.raises(ArgumentTypeError, match="DataLoader"):
         _learner(model, optimizer=opt).fit([1, 2, 3])
+
+
+def test_compiled_training_equals_eager():
+    # the captured step (compile="auto" with SGD) gives the eager Learner's weights bit for bit,
+    # resume state and checkpoints included
+    train, valid = _data()
+    runs = []
+    for choice in (False, True):
+        model = MLP()
+        learner = _learner(model, epochs=2, optimizer=SGD(model, lr=0.05, momentum=0.9), compile=choice)
+        result = learner.fit(train, valid)
+        runs.append((_weights(model), [r["train_loss"] for r in result.history], learner))
+    assert runs[0][0] == runs[1][0]
+    assert runs[0][1] == runs[1][1]
+    assert runs[0][2].compiled is None
+    stats = runs[1][2].compiled.stats
+    assert stats["replayed"] > 10 and not runs[1][2].compiled.refused, (stats, runs[1][2].compiled.refused)
+
+
+def test_compile_true_says_why_it_does_not_apply():
+    model = MLP()
+    with pytest.raises(ArgumentError, match="Adam is not capturable"):
+        _learner(model, optimizer=Adam(model, lr=1e-2), compile=True)
+    with pytest.raises(ArgumentError, match="accumulated"):
+        _learner(model, optimizer=SGD(model, lr=1e-2), compile=True, grad_accumulation=2)
+    with pytest.raises(ArgumentError, match="compile must be"):
+        _learner(model, optimizer=SGD(model, lr=1e-2), compile="yes")
+    assert _learner(model, optimizer=Adam(model, lr=1e-2)).compiled is None  # "auto": eager

@@ -5,7 +5,8 @@ against an independent numpy implementation in tests/tools/test_rng_reference.py
 print the same: ints and uniforms exactly, normals within 1e-12 (its libm may differ in the last bit).
 """
 import ember
-from harness.check import assert_close, assert_equal, assert_true
+import ember.nn.functional as F
+from harness.check import assert_close, assert_equal, assert_true, raises
 
 PARAMETERS = ("device",)
 
@@ -248,3 +249,89 @@ def test_same_seed_gives_the_same_tensor_on_every_device(device):
     ember.seed(77)
     c = ember.rand(5, dtype=ember.float64, device=device).tolist()
     assert_true(c == ember.Generator(77).uniforms(5))
+
+
+# -- the random primitive: what each kind gives, on every device --------------------------------
+
+def test_draw_is_the_host_definition_of_each_kind(device):
+    u = ember.Generator(3).uniforms(9)
+    assert_true(ember.Generator(3).draw("uniform", 9, (0.0, 1.0)) == u)
+    assert_true(ember.Generator(3).draw("bernoulli", 9, (0.4,)) == [v < 0.4 for v in u])
+    g = ember.Generator(3)
+    assert_true(ember.Generator(3).draw("randint", 6, (-2, 5)) == [g.randint(-2, 5) for _ in range(6)])
+    assert_true(ember.Generator(3).draw("normal", 5, (1.0, 2.0)) == ember.Generator(3).normals(5, 1.0, 2.0))
+    assert_true(ember.rng.KINDS == ("uniform", "normal", "randint", "bernoulli"))
+    with raises(ember.ArgumentError, "random: expected a kind"):
+        ember.Generator(0).draw("gamma", 3, ())
+
+
+def test_every_device_draws_the_generator_stream(device):
+    # every registered device keeps the stream (Wgpu in its default random="stream" mode)
+    for kind, params, dtype in (("uniform", (-1.0, 2.0), ember.float32), ("normal", (0.5, 3.0), ember.float64),
+                                ("randint", (-4, 9), ember.int64), ("bernoulli", (0.3,), ember.bool_),
+                                ("bernoulli", (0.7,), ember.float32), ("normal", (0.0, 1.0), ember.float32)):
+        for n in (0, 1, 5):
+            g, h = ember.Generator(11), ember.Generator(11)
+            g.normals(1)  # a spare in the state
+            h.normals(1)
+            got = device.to_list(device.random(kind, (n,), dtype, g, params))
+            want = ember.Cpu(kernels="python").from_list(h.draw(kind, n, params), (n,), dtype).data
+            assert_true(got == list(want), "%s %s n=%d: %r != %r" % (kind, dtype.name, n, got, list(want)))
+            assert_true(g.get_state() == h.get_state(), "%s n=%d: the generator state differs" % (kind, n))
+
+
+def test_dropout_keeps_the_uniforms_at_or_above_p(device):
+    x = ember.arange(1, 13, dtype=ember.float32, device=device)
+    got = F.dropout(x, 0.25, generator=ember.Generator(5)).tolist()
+    u = ember.Generator(5).uniforms(12)
+    want = [(i + 1) / 0.75 if u[i] >= 0.25 else 0.0 for i in range(12)]
+    assert_close(got, want, rtol=1e-6, atol=0.0)
+    ints = F.dropout(ember.arange(1, 13, device=device), 0.25, generator=ember.Generator(5))
+    assert_true(ints.dtype is ember.float32)
+    assert_close(ints.tolist(), want, rtol=1e-6, atol=0.0)
+
+
+def test_random_rejects_bad_arguments(device):
+    with raises(ember.ShapeError, "rand: expected sizes >= 0"):
+        ember.rand(2, -1, device=device)
+    with raises(ember.ArgumentError, "dropout: p must be in [0, 1]"):
+        F.dropout(ember.ones(3, device=device), 1.5)
+    for p in (-0.1, 1.01, float("nan")):
+        with raises(ember.ArgumentError, "Bernoulli: expected"):
+            ember.Bernoulli(p)
+    with raises(ember.ArgumentTypeError, "Bernoulli: expected an int or float p"):
+        ember.Bernoulli("0.5")
+    for lo, hi in ((1.0, 1.0), (2.0, 1.0)):
+        with raises(ember.ArgumentError, "Uniform: expected low < high"):
+            ember.Uniform(lo, hi)
+    with raises(ember.ArgumentError, "Uniform: expected a finite high"):
+        ember.Uniform(0.0, float("inf"))
+    with raises(ember.ArgumentError, "Normal: expected std >= 0"):
+        ember.Normal(0.0, -1.0)
+    with raises(ember.ArgumentError, "Normal: expected a finite mean"):
+        ember.Normal(float("nan"), 1.0)
+    for lo, hi in ((5, 5), (5, 2), (0.5, 3)):
+        with raises(ember.ArgumentError, "randint: expected int low < high"):
+            ember.randint(lo, hi, (2,), device=device)
+    for fn, op in ((ember.rand, "rand"), (ember.randn, "randn")):
+        for dt in ("int32", "bool"):
+            with raises(ember.DTypeError, "%s: expected a float dtype, found" % op):
+                fn(3, dtype=dt, device=device)
+    with raises(ember.DTypeError, "random: expected a float dtype, found int64"):
+        ember.random((2,), ember.Normal(), dtype="int64", device=device)
+    with raises(ember.ArgumentTypeError, "rand: expected an ember.Generator, found int"):
+        ember.rand(2, generator=3, device=device)
+    with raises(ember.ArgumentTypeError, "random: expected an ember.Generator, found str"):
+        ember.random((2,), ember.Bernoulli(0.5), generator="g", device=device)
+    with raises(ember.ArgumentTypeError, "randint: expected an ember.Generator"):
+        ember.randint(0, 4, (2,), generator=[1, 2], device=device)
+    with raises(ember.ArgumentTypeError, "dropout: expected an ember.Generator"):
+        F.dropout(ember.ones(3, device=device), 0.5, generator=7)
+
+
+def test_a_refused_draw_leaves_the_stream_alone(device):
+    g = ember.Generator(4)
+    before = g.get_state()
+    with raises(ember.DTypeError, "rand"):
+        ember.rand(5, dtype="int8", generator=g, device=device)
+    assert_true(g.get_state() == before)

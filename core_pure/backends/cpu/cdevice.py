@@ -367,6 +367,56 @@ class CpuC(Cpu):
                                   % (idx[bad], dim, x.shape[dim]))
         return _result(out, x.shape, dtype)
 
+    # random draws (k_random.c): the pure Generator's stream, value for value
+    def random(self, kind, shape, dtype, generator, params):
+        n = numel(shape)
+        code = _code(dtype)
+        wide = code is None and dtype.kind == "f"  # float16, bfloat16: drawn in float64, rounded as the pure Cpu rounds
+        if code is None and not wide:
+            return Cpu.random(self, kind, shape, dtype, generator, params)
+        out = _fresh("d" if wide else code, n)
+        if not draw(kind, n, _DT[f64 if wide else dtype], generator, params, out.buffer_info()[0]):
+            return Cpu.random(self, kind, shape, dtype, generator, params)
+        if wide:
+            return self.from_list(out.tolist(), shape, dtype)
+        return _result(out, tuple(shape), dtype)
+
+
+_INT64_LO, _INT64_END = -(1 << 63), 1 << 63
+
+
+def with_state(generator, call):
+    """``call(state, spare)`` on C copies of ``generator``'s state (the addresses of its 4 uint32
+    words and of {held, value} of its Box-Muller spare), written back when it returns 0: the one
+    place where the stream crosses between the Python Generator and C."""
+    st = generator.get_state()
+    state = array("I", st[:4])
+    spare = array("d", (1.0, st[4]) if len(st) > 4 else (0.0, 0.0))
+    rc = call(state.buffer_info()[0], spare.buffer_info()[0])
+    if rc == 0:
+        generator.set_state(state.tolist() + ([spare[1]] if spare[0] else []))
+    return rc
+
+
+def draw(kind, n, dt, generator, params, out):
+    """Draw ``n`` values of ``kind`` (``Backend.random``'s) into the buffer at address ``out`` of the
+    kernels' dtype code ``dt``, advancing ``generator`` as ``generator.draw`` would. False (nothing
+    drawn) where C has no kernel: another output type, a randint span beyond int64."""
+    if kind == "uniform":
+        lo, hi = params
+        return with_state(generator, lambda s, sp: _lib.emb_random_uniform(dt, n, s, lo, hi, out)) == 0
+    if kind == "normal":
+        mean, std = params
+        return with_state(generator, lambda s, sp: _lib.emb_random_normal(dt, n, s, sp, mean, std, out)) == 0
+    if kind == "bernoulli":
+        p = params[0]
+        return with_state(generator, lambda s, sp: _lib.emb_random_bernoulli(dt, n, s, p, out)) == 0
+    if kind == "randint":
+        lo, hi = params
+        if lo < _INT64_LO or hi > _INT64_END or hi - lo >= 1 << 64:
+            return False
+        return with_state(generator, lambda s, sp: _lib.emb_random_randint(dt, n, s, lo, hi - lo, out)) == 0
+    return False
 
 
 def _contig_view(a):
