@@ -6,9 +6,9 @@ Parameters of two models: the MLP of train_step.py (784-128-10: 4 tensors, 102k 
 wider one (8 tensors of 512x512 and 512: 1.05M values). Each cell times ``opt.step(grads)`` with
 fixed gradients: ember's SGD (momentum 0.9) and Adam on ``Autodiff(Cpu())`` (C kernels) and
 ``Autodiff(NumPy())``, fused (the built-in path) and op by op (the same device through a subclass
-whose ``override`` runs the composites' bodies); PyTorch's ``torch.optim.SGD`` and ``Adam`` with ``foreach=False`` (a loop of
-per-tensor ops, as ember's op-by-op path) and ``foreach=True`` (multi-tensor kernels). One thread
-for every library. Rounds time every cell once in shuffled order; a figure is the median over
+whose ``override`` runs the composites' bodies); PyTorch's ``torch.optim.SGD`` and ``Adam`` with
+``foreach=False`` (a loop of per-tensor ops, as ember's op-by-op path) and ``foreach=True``
+(multi-tensor kernels). One thread for every library. Rounds time every cell once in shuffled order; a figure is the median over
 rounds (ms per step). The last line is one JSON object: ``<model>_<opt>_<cell>_ms`` and
 ``<model>_<opt>_<device>_fused_vs_torch_foreach`` (torch foreach's time / ember fused's).
 """
@@ -44,7 +44,8 @@ def op_by_op(cls):
 
 def ember_cell(inner, shapes, make):
     r = np.random.default_rng(0)
-    pairs = [("p%d" % i, Param(ember.tensor(r.standard_normal(s).astype(np.float32).tolist(), device=Autodiff(inner))))
+    dev = Autodiff(inner)
+    pairs = [("p%d" % i, Param(ember.tensor(r.standard_normal(s).astype(np.float32).tolist(), device=dev)))
              for i, s in enumerate(shapes)]
     grads = GradientsParams({p.id: ember.tensor(r.standard_normal(s).astype(np.float32).tolist(), device=inner)
                              for (_, p), s in zip(pairs, shapes)})
@@ -105,7 +106,8 @@ def main():
                 " %10.3f" % med[p + c + "_ms"] for c in ("cpu_fused", "cpu_ops", "numpy_fused", "numpy_ops",
                                                           "torch_loop", "torch_foreach")))
             for d in devices:
-                med[p + d + "_fused_vs_torch_foreach"] = round(med[p + "torch_foreach_ms"] / med[p + d + "_fused_ms"], 3)
+                ratio = med[p + "torch_foreach_ms"] / med[p + d + "_fused_ms"]
+                med[p + d + "_fused_vs_torch_foreach"] = round(ratio, 3)
     med["threads"] = THREADS
     med["rounds"] = rounds
     print(json.dumps(med, sort_keys=True))

@@ -7,7 +7,7 @@ from array import array
 
 from ember import dtypes
 from ember.backends.cpu import ckernels as _ck
-from ember.backends.cpu.array import CpuArray
+from ember.backends.cpu.array import CpuArray, numel
 from ember.backends.cpu.cdevice import CpuC
 from ember.backends.cpu.cstorage import contig as _contig, threads as _threads
 from ember.backends.cpu.pool import fresh as _fresh
@@ -41,19 +41,13 @@ def _addr(t):
 
 def _run(rule, code, hyper, params, ptrs):
     """One C call over the cohort; ``ptrs`` name arrays the caller holds until it returns."""
-    sizes = array("q", [_numel(x) for x in params])
+    sizes = array("q", [numel(x.shape) for x in params])
     h = _contig(hyper._data)
     table = array("Q", ptrs)
-    if _lib.emb_optim_step(rule, _lib.EMB_F32 if code == "f" else _lib.EMB_F64, len(params),
-                           sizes.buffer_info()[0], table.buffer_info()[0], h.buffer_info()[0], _threads()) < 0:
-        raise ValueError("optimizer step: the C kernel refused rule %d" % rule)
-
-
-def _numel(x):
-    n = 1
-    for d in x.shape:
-        n *= d
-    return n
+    dtype = _lib.EMB_F32 if code == "f" else _lib.EMB_F64
+    if _lib.emb_optim_step(rule, dtype, len(params), sizes.buffer_info()[0], table.buffer_info()[0],
+                           h.buffer_info()[0], _threads()) < 0:
+        raise RuntimeError("optimizer step: emb_optim_step refused rule %d with dtype code %d" % (rule, dtype))
 
 
 def _tensor(out, like):
@@ -67,7 +61,7 @@ def _sgd_update(hyper, values, params, grads, momentum_buffers):
     momentum = values[SGD_AT["momentum_on"]] != 0
     keep, ptrs, new_x, new_b = [], [], [], []
     for x, g, b in zip(params, grads, momentum_buffers):
-        n = _numel(x)
+        n = numel(x.shape)
         xs, xa = _addr(x)
         gs, ga = _addr(g)
         bs, ba = _addr(b) if b is not None and momentum else (None, 0)
@@ -89,7 +83,7 @@ def _adam_update(hyper, values, params, grads, exp_avgs, exp_avg_sqs, max_exp_av
     keep, ptrs = [], []
     out = ([], [], [], [])
     for x, g, m, v, vmax in zip(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs):
-        n = _numel(x)
+        n = numel(x.shape)
         ins = [_addr(x), _addr(g), _addr(m), _addr(v), _addr(vmax) if amsgrad else (None, 0)]
         outs = [_fresh(code, n) for _ in range(4 if amsgrad else 3)]
         keep += [a for a, _ in ins]

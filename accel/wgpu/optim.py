@@ -77,56 +77,63 @@ class _Kernel:
                         codegen.linear_index()] + self.lines + ["}\n"])
 
 
-def _sgd_source(dev, dtype, arrays):
-    from ember.accel.optim.updates import SGD_AT as at  # loaded with the optimizers that call this
+def _builder(dev, dtype, arrays, layout):
+    """(kernel, h, on, op): ``h(name)`` reads a hyperparameter, ``on(name)`` tests a switch,
+    ``op(name, a, b)`` is a binary op as its primitive computes it."""
     k = _Kernel(dev, dtype, arrays)
+    return k, (lambda name: k.h(layout[name])), (lambda name: k.on(layout[name])), k.op
+
+
+def _sgd_source(dev, dtype, arrays):
+    from ember.accel.optim.updates import SGD_AT  # loaded with the optimizers that call this
+    k, h, on, op = _builder(dev, dtype, arrays, SGD_AT)
     T = k.st
     k.emit("let x = %s;" % k.at("x"))
     k.emit("var g: %s = %s;" % (T, k.at("g")))
-    k.emit("if (%s) { g = %s; }" % (k.on(at["maximize"]), k.op1("neg", "g")))
-    k.emit("if (%s) { g = %s; }" % (k.on(at["weight_decay_on"]), k.op("add", "g", k.op("mul", "x", k.h(at["weight_decay"])))))
+    k.emit("if (%s) { g = %s; }" % (on("maximize"), k.op1("neg", "g")))
+    k.emit("if (%s) { g = %s; }" % (on("weight_decay_on"), op("add", "g", op("mul", "x", h("weight_decay")))))
     if "out_buf" in arrays:
-        k.emit("if (%s) {" % k.on(at["momentum_on"]))
+        k.emit("if (%s) {" % on("momentum_on"))
         if "buf" in arrays:
-            k.emit("  var b: %s = %s;" % (T, k.op("mul", k.at("buf"), k.h(at["momentum"]))))
-            k.emit("  if (%s) { b = %s; } else { b = %s; }" % (
-                k.on(at["damp_on"]), k.op("add", "b", k.op("mul", "g", k.h(at["damp"]))), k.op("add", "b", "g")))
+            k.emit("  var b: %s = %s;" % (T, op("mul", k.at("buf"), h("momentum"))))
+            k.emit("  if (%s) { b = %s; } else { b = %s; }"
+                   % (on("damp_on"), op("add", "b", op("mul", "g", h("damp"))), op("add", "b", "g")))
         else:
             k.emit("  let b = g;")
         k.emit("  %s = b;" % k.at("out_buf"))
-        k.emit("  if (%s) { g = %s; } else { g = b; }" % (k.on(at["nesterov"]), k.op("add", "g", k.op("mul", "b", k.h(at["momentum"])))))
+        nesterov = op("add", "g", op("mul", "b", h("momentum")))
+        k.emit("  if (%s) { g = %s; } else { g = b; }" % (on("nesterov"), nesterov))
         k.emit("}")
-    k.emit("%s = %s;" % (k.at("out_x"), k.op("sub", "x", k.op("mul", "g", k.h(at["lr"])))))
+    k.emit("%s = %s;" % (k.at("out_x"), op("sub", "x", op("mul", "g", h("lr")))))
     return k.source()
 
 
 def _adam_source(dev, dtype, arrays):
-    from ember.accel.optim.updates import ADAM_AT as at
-    k = _Kernel(dev, dtype, arrays)
+    from ember.accel.optim.updates import ADAM_AT
+    k, h, on, op = _builder(dev, dtype, arrays, ADAM_AT)
     T = k.st
     k.emit("var x: %s = %s;" % (T, k.at("x")))
     k.emit("var g: %s = %s;" % (T, k.at("g")))
     k.emit("let m = %s;" % k.at("m"))
-    k.emit("if (%s) { g = %s; }" % (k.on(at["maximize"]), k.op1("neg", "g")))
-    k.emit("if (%s) {" % k.on(at["weight_decay_on"]))
-    k.emit("  if (%s) { x = %s; } else { g = %s; }" % (
-        k.on(at["decoupled"]), k.op("mul", "x", k.h(at["decay"])), k.op("add", "g", k.op("mul", "x", k.h(at["weight_decay"])))))
+    k.emit("if (%s) { g = %s; }" % (on("maximize"), k.op1("neg", "g")))
+    k.emit("if (%s) {" % on("weight_decay_on"))
+    k.emit("  if (%s) { x = %s; } else { g = %s; }"
+           % (on("decoupled"), op("mul", "x", h("decay")), op("add", "g", op("mul", "x", h("weight_decay")))))
     k.emit("}")
-    k.emit("let d = %s;" % k.op("sub", "g", "m"))
-    k.emit("let dw = %s;" % k.op("mul", "d", k.h(at["lerp_weight"])))
+    k.emit("let dw = %s;" % op("mul", op("sub", "g", "m"), h("lerp_weight")))
     k.emit("var mn: %s;" % T)
-    k.emit("if (%s) { mn = %s; } else { mn = %s; }" % (k.on(at["lerp_high"]), k.op("sub", "g", "dw"), k.op("add", "m", "dw")))
-    k.emit("let vn = %s;" % k.op("add", k.op("mul", k.at("v"), k.h(at["beta2"])),
-                                 k.op("mul", k.op("mul", "g", k.h(at["one_minus_beta2"])), "g")))
+    k.emit("if (%s) { mn = %s; } else { mn = %s; }" % (on("lerp_high"), op("sub", "g", "dw"), op("add", "m", "dw")))
+    k.emit("let vn = %s;" % op("add", op("mul", k.at("v"), h("beta2")),
+                                op("mul", op("mul", "g", h("one_minus_beta2")), "g")))
     k.emit("%s = mn;" % k.at("out_m"))
     k.emit("%s = vn;" % k.at("out_v"))
     top = "vn"
     if "vmax" in arrays:
-        k.emit("let top = %s;" % k.op("maximum", k.at("vmax"), "vn"))
+        k.emit("let top = %s;" % op("maximum", k.at("vmax"), "vn"))
         k.emit("%s = top;" % k.at("out_vmax"))
         top = "top"
-    k.emit("let den = %s;" % k.op("add", k.op("div", k.op1("sqrt", top), k.h(at["bc2_sqrt"])), k.h(at["eps"])))
-    k.emit("%s = %s;" % (k.at("out_x"), k.op("add", "x", k.op("mul", k.op("div", "mn", "den"), k.h(at["neg_step_size"])))))
+    k.emit("let den = %s;" % op("add", op("div", k.op1("sqrt", top), h("bc2_sqrt")), h("eps")))
+    k.emit("%s = %s;" % (k.at("out_x"), op("add", "x", op("mul", op("div", "mn", "den"), h("neg_step_size")))))
     return k.source()
 
 
