@@ -41,6 +41,8 @@ def _addr(t):
 
 def _run(rule, code, hyper, params, ptrs):
     """One C call over the cohort; ``ptrs`` name arrays the caller holds until it returns."""
+    # the table holds addresses: a captured step (accel/capture/lower_c.py) must not bake it into a
+    # replay, and does not, since it knows only arrays made through cstorage.q and the pool
     sizes = array("q", [numel(x.shape) for x in params])
     h = _contig(hyper._data)
     table = array("Q", ptrs)

@@ -205,9 +205,11 @@ class Optimizer:
         kernels read, and as the Python floats the op-by-op formulas take. Built here only, once
         per cohort and step, from the group and the step count alone: the one place a captured
         step would refill it (Adam's bias corrections change every step)."""
-        import ember
+        from ember import dtypes
         values = self._hyper_values(group, step)
-        return ember.tensor(values, dtype=dtype if dtype.kind == "f" else ember.float32, device=device), values
+        dt = dtype if dtype.kind == "f" else dtypes.float32
+        shape = (len(values),)
+        return Tensor(device.from_list(values, shape, dt), shape, dt, device), values
 
     def _hyper_values(self, group, step):
         """The values of the layout ``_hyper`` builds (subclasses with a cohort update)."""
