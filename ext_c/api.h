@@ -41,3 +41,23 @@ int emb_random_normal(int dtype, int64_t n, uintptr_t state, uintptr_t spare, do
                       uintptr_t out);
 int emb_random_randint(int dtype, int64_t n, uintptr_t state, int64_t lo, uint64_t span, uintptr_t out);
 int emb_random_bernoulli(int dtype, int64_t n, uintptr_t state, double p, uintptr_t out);
+
+/* ---- optimizers: ember.accel.optim's SGD and Adam/AdamW over a parameter group (k_optim.c) ----
+   emb_optim_step(rule, dtype, count, sizes, ptrs, hyper, nthreads): `count` parameters of
+   sizes[k] elements (int64), dtype EMB_F32 or EMB_F64; ptrs: per parameter the addresses in the
+   rule's EMB_OPT_* / EMB_SGD_* / EMB_ADAM_* order (uint64; 0 for an absent state: SGD's first
+   momentum step, Adam without amsgrad); hyper: the rule's values (accel/optim/updates.py's
+   SGD_HYPER, ADAM_HYPER) in `dtype`. Writes every output array; -1 for an unknown rule or dtype. */
+enum { EMB_OPT_SGD = 0, EMB_OPT_ADAM = 1, EMB_OPT_X = 0, EMB_OPT_G = 1 };
+enum { EMB_SGD_BUF = 2, EMB_SGD_OUT_X = 3, EMB_SGD_OUT_BUF = 4, EMB_SGD_NPTRS = 5 };
+enum { EMB_ADAM_M = 2, EMB_ADAM_V = 3, EMB_ADAM_VMAX = 4, EMB_ADAM_OUT_X = 5, EMB_ADAM_OUT_M = 6,
+       EMB_ADAM_OUT_V = 7, EMB_ADAM_OUT_VMAX = 8, EMB_ADAM_NPTRS = 9 };
+enum { EMB_SGD_LR = 0, EMB_SGD_WEIGHT_DECAY = 1, EMB_SGD_MOMENTUM = 2, EMB_SGD_DAMP = 3,
+       EMB_SGD_MAXIMIZE = 4, EMB_SGD_WEIGHT_DECAY_ON = 5, EMB_SGD_MOMENTUM_ON = 6, EMB_SGD_DAMP_ON = 7,
+       EMB_SGD_NESTEROV = 8, EMB_SGD_NHYPER = 9 };
+enum { EMB_ADAM_WEIGHT_DECAY = 0, EMB_ADAM_DECAY = 1, EMB_ADAM_LERP_WEIGHT = 2, EMB_ADAM_BETA2 = 3,
+       EMB_ADAM_ONE_MINUS_BETA2 = 4, EMB_ADAM_BC2_SQRT = 5, EMB_ADAM_EPS = 6, EMB_ADAM_NEG_STEP_SIZE = 7,
+       EMB_ADAM_MAXIMIZE = 8, EMB_ADAM_WEIGHT_DECAY_ON = 9, EMB_ADAM_DECOUPLED = 10, EMB_ADAM_LERP_HIGH = 11,
+       EMB_ADAM_AMSGRAD = 12, EMB_ADAM_NHYPER = 13 };
+int emb_optim_step(int rule, int dtype, int64_t count, uintptr_t sizes, uintptr_t ptrs, uintptr_t hyper,
+                   int nthreads);

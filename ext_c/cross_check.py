@@ -1,7 +1,7 @@
 """Compile-only proof that the portable kernels build for other machines (``make cross-check``).
 
-The portable kernels (k_*.c through isa_base.c, and quant.c; not dispatch.c, which holds the x86
-dispatch and the threads) are compiled, warnings as errors, for
+The portable kernels (k_*.c through isa_base.c, quant.c, k_random.c and k_optim.c; not dispatch.c, which
+holds the x86 dispatch and the threads) are compiled, warnings as errors, for
 
 - aarch64 Linux (NEON vectors, the build an aarch64 wheel uses), and
 - a bare-metal Cortex-M4 (thumb, hard float, freestanding C99: what a board's firmware would link),
@@ -25,8 +25,9 @@ TARGETS = [
      ["-mcpu=cortex_m4", "-mfloat-abi=hard", "-ffreestanding", "-std=c99", "-Os"]),
 ]
 ELF_MACHINES = {40: "ARM", 183: "AArch64"}
-# the portable kernels (isa_base.c includes the k_*.c of k_all.c), ember.quant's int8 kernels, the random draws
-SOURCES = ("isa_base.c", "quant.c", "k_random.c")
+# the portable kernels (isa_base.c includes the k_*.c of k_all.c), ember.quant's int8 kernels, the random
+# draws, the optimizers' updates
+SOURCES = ("isa_base.c", "quant.c", "k_random.c", "k_optim.c")
 
 
 def zig_cc():

@@ -798,3 +798,43 @@ void emb_bias_rows_f32(int64_t rows, int64_t n, uintptr_t bias, uintptr_t out)
 {
     TABLE()->bias_rows_f32(rows, n, (const float *)bias, (float *)out);
 }
+
+/* ---- optimizers (k_optim.c): the group's elements end to end, a share per thread ---- */
+
+typedef struct {
+    int rule, dtype, rc;
+    emb_i count, total;
+    const int64_t *sizes;
+    const uintptr_t *ptrs;
+    const void *hyper;
+} optim_ctx;
+
+static void optim_task(void *ctx, int tid, int nt)
+{
+    optim_ctx *c = (optim_ctx *)ctx;
+    emb_i lo, hi;
+    share(c->total, tid, nt, 64, &lo, &hi);
+    if (lo < hi && emb_optim_span(c->rule, c->dtype, c->count, c->sizes, c->ptrs, c->hyper, lo, hi) < 0)
+        c->rc = -1;
+}
+
+int emb_optim_step(int rule, int dtype, int64_t count, uintptr_t sizes, uintptr_t ptrs, uintptr_t hyper,
+                   int nthreads)
+{
+    optim_ctx c;
+    emb_i k;
+    c.rule = rule;
+    c.dtype = dtype;
+    c.rc = 0;
+    c.count = count;
+    c.sizes = (const int64_t *)sizes;
+    c.ptrs = (const uintptr_t *)ptrs;
+    c.hyper = (const void *)hyper;
+    c.total = 0;
+    for (k = 0; k < count; k++)
+        c.total += c.sizes[k];
+    if (c.total == 0)
+        return emb_optim_span(rule, dtype, 0, c.sizes, c.ptrs, c.hyper, 0, 0);
+    parallel(threads_for(nthreads, (double)c.total, 1 << 16), optim_task, &c);
+    return c.rc;
+}

@@ -72,4 +72,9 @@ enum {
 #define EMB_DECLARE(ret, name, params) ret EMB_FN(name) params;
 EMB_KERNELS(EMB_DECLARE)
 
+/* The optimizers' updates (k_optim.c), built once for every ISA: elements lo..hi of the group's
+   parameters laid end to end (emb_optim_step in api.h says the rest); -1 for an unknown rule or dtype. */
+int emb_optim_span(int rule, int dtype, int64_t count, const int64_t *sizes, const uintptr_t *ptrs,
+                   const void *hyper, int64_t lo, int64_t hi);
+
 #endif

@@ -14,5 +14,6 @@ if int(_np.__version__.split(".")[0]) < 2:
 
 from .device import NumPy  # noqa: E402
 from .interop import from_dlpack, from_numpy, to_numpy  # noqa: E402
+from . import optim as _optim  # noqa: E402, F401  (registers the fused optimizer updates)
 
 __all__ = ["NumPy", "from_numpy", "from_dlpack", "to_numpy"]

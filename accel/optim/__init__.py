@@ -17,5 +17,6 @@ from .grads import GradientsParams, track
 from .optimizer import Optimizer
 from .optimizers import SGD, Adam, AdamW, RMSprop, Adagrad
 from . import lr
+from . import fused_c  # noqa: F401  (the C Cpu's fused updates, where the kernels load)
 
 __all__ = ["GradientsParams", "track", "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr"]

@@ -151,7 +151,10 @@ class Optimizer:
         if lr is not None:
             self.lr = lr
         with no_grad():
+            # every gradient is checked before any parameter changes
+            plan = []
             for group in self.param_groups:
+                items = []
                 for name, p in group["params"]:
                     if not p.requires_grad:
                         continue
@@ -172,15 +175,45 @@ class Optimizer:
                                          % (type(self).__name__, g.shape, name, x.shape))
                     if g.dtype is not x.dtype:
                         g = g.to(x.dtype)
+                    items.append((p, rec, x, g))
+                plan.append((group, items))
+            for group, items in plan:
+                states = []
+                for p, _, _, _ in items:
                     state = self.state.get(p.id)
                     if state is None:
                         state = self.state[p.id] = {"step": 0}
-                    new = self._update(x, g, state, group)
+                    states.append(state)
+                news = self._update_group(group, [it[2] for it in items], [it[3] for it in items], states)
+                for (p, rec, _, _), new in zip(items, news):
                     if rec is not None:  # a new leaf with the parameter's id
+                        dev = p.value.device
                         data = rec.require_grad(rec.wrap(new._data, new.shape, new.dtype), p.id)
                         data = wrap_from(dev, rec, data, new.shape, new.dtype)
                         new = Tensor(data, new.shape, new.dtype, dev)
                     p.value = new
+
+    def _update_group(self, group, xs, gs, states):
+        """New values of a group's parameters ``xs`` (inner devices) given their gradients ``gs``;
+        updates ``states``. By default one ``_update`` per parameter; SGD and Adam run one
+        composite per cohort (``updates.py``), which a device may fuse."""
+        return [self._update(x, g, state, group) for x, g, state in zip(xs, gs, states)]
+
+    def _hyper(self, group, device, dtype, step=None):
+        """``(tensor, values)``: a cohort's hyperparameters (``_hyper_values``, in the layout of
+        ``updates.py``) as one small tensor of the parameters' dtype on their device, which fused
+        kernels read, and as the Python floats the op-by-op formulas take. Built here only, once
+        per cohort and step, from the group and the step count alone: the one place a captured
+        step would refill it (Adam's bias corrections change every step)."""
+        from ember import dtypes
+        values = self._hyper_values(group, step)
+        dt = dtype if dtype.kind == "f" else dtypes.float32
+        shape = (len(values),)
+        return Tensor(device.from_list(values, shape, dt), shape, dt, device), values
+
+    def _hyper_values(self, group, step):
+        """The values of the layout ``_hyper`` builds (subclasses with a cohort update)."""
+        raise NotImplementedError
 
     def _update(self, x, g, state, group):
         """New value of one parameter ``x`` (inner device) given its gradient; updates ``state``."""
@@ -318,6 +351,21 @@ def _preview(names, n=4):
 def _scalar(x):
     """A float hyperparameter as a Python float (ints accepted)."""
     return float(x)
+
+
+def _cohorts(xs, extra=None):
+    """Index lists of ``xs`` that share a device (class and instance), a dtype and ``extra[i]``."""
+    found = {}
+    order = []
+    for i, x in enumerate(xs):
+        dev = x.device
+        key = (type(dev), dev, x.dtype, None if extra is None else extra[i])
+        idx = found.get(key)
+        if idx is None:
+            idx = found[key] = []
+            order.append(idx)
+        idx.append(i)
+    return order
 
 
 def _lerp(a, b, w):

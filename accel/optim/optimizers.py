@@ -1,12 +1,16 @@
 """SGD, Adam, AdamW, RMSprop and Adagrad with PyTorch's update formulas (its single-tensor CPU path).
 
-Each ``_update`` is the body of ``torch.optim``'s ``_single_tensor_*`` loop for one parameter,
-written with ember ops on the parameter's inner device; scalar factors are Python floats, rounded
-to the parameter's dtype by the op, as PyTorch does. Factors equal to 1 are skipped (exact).
+Each update is the body of ``torch.optim``'s ``_single_tensor_*`` loop for one parameter, written
+with ember ops on the parameter's inner device; scalar factors are Python floats, rounded to the
+parameter's dtype by the op, as PyTorch does. Factors equal to 1 are skipped (exact). SGD and Adam
+run it as one composite per cohort of parameters (``updates.py``), which the C Cpu, NumPy and Wgpu
+devices replace by a fused kernel giving the same values; RMSprop and Adagrad run ``_update`` per
+parameter.
 """
 from ember.errors import ArgumentError
 
-from .optimizer import Optimizer, _full_like, _lerp, _zeros_like
+from .optimizer import Optimizer, _cohorts, _full_like, _lerp, _zeros_like
+from .updates import adam_update, adam_values, sgd_update, sgd_values
 
 
 def _nonneg(hyper, key, op):
@@ -35,24 +39,24 @@ class SGD(Optimizer):
         if h.get("nesterov") and (h.get("momentum", 0) <= 0 or h.get("dampening", 0) != 0):
             raise ArgumentError("SGD: Nesterov momentum needs momentum > 0 and dampening = 0")
 
-    def _update(self, x, g, state, group):
-        lr, momentum, wd = group["lr"], group["momentum"], group["weight_decay"]
-        if group["maximize"]:
-            g = -g
-        if wd != 0:
-            g = g + x * wd
-        if momentum != 0:
-            buf = state.get("momentum_buffer")
-            if buf is None:
-                buf = g
-            else:
-                buf = buf * momentum
-                damp = 1.0 - group["dampening"]
-                buf = buf + (g if damp == 1.0 else g * damp)
-            state["momentum_buffer"] = buf
-            g = g + buf * momentum if group["nesterov"] else buf
-        state["step"] += 1
-        return x - g * lr
+    def _hyper_values(self, group, step):
+        return sgd_values(group["lr"], group["momentum"], group["dampening"], group["weight_decay"],
+                          group["nesterov"], group["maximize"])
+
+    def _update_group(self, group, xs, gs, states):
+        out = [None] * len(xs)
+        for idx in _cohorts(xs):
+            x0 = xs[idx[0]]
+            hyper, values = self._hyper(group, x0.device, x0.dtype)
+            new_x, new_bufs = sgd_update(hyper, values, [xs[i] for i in idx], [gs[i] for i in idx],
+                                         [states[i].get("momentum_buffer") for i in idx])
+            for i, x, buf in zip(idx, new_x, new_bufs):
+                state = states[i]
+                if buf is not None:
+                    state["momentum_buffer"] = buf
+                state["step"] += 1
+                out[i] = x
+        return out
 
 
 class Adam(Optimizer):
@@ -73,37 +77,34 @@ class Adam(Optimizer):
         h["betas"] = (float(betas[0]), float(betas[1]))
         _nonneg(h, "eps", op)
 
-    def _update(self, x, g, state, group):
-        lr, wd, eps = group["lr"], group["weight_decay"], group["eps"]
-        beta1, beta2 = group["betas"]
-        if group["maximize"]:
-            g = -g
-        m = state.get("exp_avg")
-        if m is None:
-            m = state["exp_avg"] = _zeros_like(x)
-            state["exp_avg_sq"] = _zeros_like(x)
-            if group["amsgrad"]:
-                state["max_exp_avg_sq"] = _zeros_like(x)
-        v = state["exp_avg_sq"]
-        state["step"] += 1
-        step = state["step"]
-        if wd != 0:
-            if self.DECOUPLED:
-                x = x * (1.0 - lr * wd)
-            else:
-                g = g + x * wd
-        m = state["exp_avg"] = _lerp(m, g, 1.0 - beta1)
-        v = state["exp_avg_sq"] = v * beta2 + g * (1.0 - beta2) * g
-        bias_correction1 = 1.0 - beta1 ** step
-        bias_correction2 = 1.0 - beta2 ** step
-        step_size = lr / bias_correction1
-        bias_correction2_sqrt = bias_correction2 ** 0.5
-        if group["amsgrad"]:
-            vmax = state["max_exp_avg_sq"] = state["max_exp_avg_sq"].maximum(v)
-            denom = vmax.sqrt() / bias_correction2_sqrt + eps
-        else:
-            denom = v.sqrt() / bias_correction2_sqrt + eps
-        return x + (m / denom) * (-step_size)
+    def _hyper_values(self, group, step):
+        return adam_values(group["lr"], group["betas"], group["eps"], group["weight_decay"], group["amsgrad"],
+                           group["maximize"], self.DECOUPLED, step)
+
+    def _update_group(self, group, xs, gs, states):
+        amsgrad = group["amsgrad"]
+        for x, state in zip(xs, states):
+            if state.get("exp_avg") is None:
+                state["exp_avg"] = _zeros_like(x)
+                state["exp_avg_sq"] = _zeros_like(x)
+                if amsgrad:
+                    state["max_exp_avg_sq"] = _zeros_like(x)
+            state["step"] += 1
+        out = [None] * len(xs)
+        for idx in _cohorts(xs, [s["step"] for s in states]):
+            x0 = xs[idx[0]]
+            hyper, values = self._hyper(group, x0.device, x0.dtype, states[idx[0]]["step"])
+            cohort = [states[i] for i in idx]
+            new = adam_update(hyper, values, [xs[i] for i in idx], [gs[i] for i in idx],
+                              [s["exp_avg"] for s in cohort], [s["exp_avg_sq"] for s in cohort],
+                              [s.get("max_exp_avg_sq") if amsgrad else None for s in cohort])
+            for k, i in enumerate(idx):
+                state = states[i]
+                state["exp_avg"], state["exp_avg_sq"] = new[1][k], new[2][k]
+                if amsgrad:
+                    state["max_exp_avg_sq"] = new[3][k]
+                out[i] = new[0][k]
+        return out
 
 
 class AdamW(Adam):

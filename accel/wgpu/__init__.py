@@ -8,5 +8,6 @@ the design: storage per dtype, the asynchronous queue, the buffer pool and the a
 """
 from .device import Wgpu  # noqa: F401
 from .memory import OutOfMemoryError  # noqa: F401
+from . import optim as _optim  # noqa: F401  (registers the fused optimizer updates)
 
 __all__ = ["Wgpu", "OutOfMemoryError"]
