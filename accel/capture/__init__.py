@@ -13,10 +13,14 @@ def active():
 
 
 def feed(fn, dtype, device):
-    """A 0-d tensor of ``fn()`` on ``device``; when a step is recorded, each replay evaluates ``fn``
-    again (a learning rate a scheduler changes, a bias correction from a step count)."""
+    """A tensor of ``fn()`` (a number: 0-d; a list: 1-d) on ``device``; when a step is recorded, each
+    replay evaluates ``fn`` again (a learning rate a scheduler changes, a bias correction from a step count)."""
     import ember
-    t = ember.full((), fn(), dtype=dtype, device=device)
+    v = fn()
+    if type(v) in (list, tuple):
+        t = ember.tensor(list(v), dtype=dtype, device=device)
+    else:
+        t = ember.full((), v, dtype=dtype, device=device)
     trace = current()
     if trace is not None:
         trace.add_feed(t, fn)

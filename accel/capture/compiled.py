@@ -263,20 +263,25 @@ class Compiled:
     def _replay(self, rec, ins):
         base = rec.plan.base
         arrays = base_arrays(ins.tensors)
-        slots = None
-        if rec.lowered is not None:
-            from .lower_c import ReplayError
-            try:
-                slots = rec.lowered.run(arrays)
-            except ReplayError:
-                slots = None  # the generic replay raises the step's own error, if there is one
-        if slots is None:
-            slots = rec.plan.run(arrays, host=rec.lowered is None)
-
-        for _, h, o in rec.state_out:
-            h.put(_tensor(o, slots, base))
+        # step counts first: the feeds (an optimizer's bias corrections) read them as the step did
         for (i, pid, k), d in rec.counters:
             ins.optimizers[i].state[pid][k] += d
+        try:
+            slots = None
+            if rec.lowered is not None:
+                from .lower_c import ReplayError
+                try:
+                    slots = rec.lowered.run(arrays)
+                except ReplayError:
+                    slots = None  # the generic replay raises the step's own error, if there is one
+            if slots is None:
+                slots = rec.plan.run(arrays, host=rec.lowered is None)
+        except BaseException:
+            for (i, pid, k), d in rec.counters:  # the step did not happen
+                ins.optimizers[i].state[pid][k] -= d
+            raise
+        for _, h, o in rec.state_out:
+            h.put(_tensor(o, slots, base))
         return _build(rec.result, slots, base)
 
 

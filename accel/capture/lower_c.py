@@ -325,8 +325,8 @@ class LoweredPlan:
         self.feeds = {}
         for s in plan.feeds:
             a = trace.arrays[s]
-            if type(a.data) is not array or len(a.data) != 1:
-                raise ReplayError("a feed that is not one number")
+            if type(a.data) is not array or a.strides is not None:
+                raise ReplayError("a feed that is not a plain array")
             self.feeds[s] = a.data
 
     def run_host(self):
@@ -335,8 +335,12 @@ class LoweredPlan:
             if kind == "hook":
                 x()
             else:
-                v = plan.feeds[x][0]()
-                self.feeds[x][0] = v
+                v = plan.feeds[x][0]()  # written in place: the kernels read this buffer's address
+                data = self.feeds[x]
+                if type(v) in (list, tuple):
+                    data[:] = array(data.typecode, v)
+                else:
+                    data[0] = v
 
     def run(self, arrays, host=True):
         if host:

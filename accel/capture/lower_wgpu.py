@@ -209,7 +209,9 @@ class WgpuPlan:
             else:
                 fn, shape, dtype = plan.feeds[x]
                 a = self.feeds[x]
-                data = dev.to_bytes(dev.full(shape, fn(), dtype))
+                v = fn()
+                made = dev.from_list(list(v), shape, dtype) if type(v) in (list, tuple) else dev.full(shape, v, dtype)
+                data = dev.to_bytes(made)
                 dev.rt.write(a.block.buffer, a.block.offset, data + bytes(-len(data) % 4))
 
     def run(self, arrays, host=True):

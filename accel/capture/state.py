@@ -100,8 +100,9 @@ class Inputs:
             return
         self._seen.add(id(opt))
         self.optimizers.append(opt)
+        fed = ("params", "lr") if getattr(opt, "CAPTURE", False) else ("params",)  # lr is refilled
         for g in opt.param_groups:
-            self.key.append(tuple((k, repr(v)) for k, v in sorted(g.items()) if k != "params"))
+            self.key.append(tuple((k, repr(v)) for k, v in sorted(g.items()) if k not in fed))
         for pid in sorted(opt.state):
             s = opt.state[pid]
             for k in sorted(s):

@@ -151,6 +151,8 @@ class Trace:
             return t(self._arg(x, name) for x in v)
         if t is ember.Tensor:
             return TensorSlot(self._known(v._data, name), v.shape, v.dtype)
+        if isinstance(v, (tuple, list)):  # a subclass (an optimizer's fed values) as the plain kind
+            return (tuple if isinstance(v, tuple) else list)(self._arg(x, name) for x in v)
         if t is dict:
             return {k: self._arg(x, name) for k, x in v.items()}
         if callable(v) and not hasattr(v, "shape"):

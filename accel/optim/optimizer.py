@@ -199,7 +199,7 @@ class Optimizer:
         composite per cohort (``updates.py``), which a device may fuse."""
         return [self._update(x, g, state, group) for x, g, state in zip(xs, gs, states)]
 
-    def _hyper(self, group, device, dtype, step=None):
+    def _hyper(self, group, device, dtype, step=None, state=None):
         """``(tensor, values)``: a cohort's hyperparameters (``_hyper_values``, in the layout of
         ``updates.py``) as one small tensor of the parameters' dtype on their device, which fused
         kernels read, and as the Python floats the op-by-op formulas take. Built here only, once
@@ -209,7 +209,16 @@ class Optimizer:
         values = self._hyper_values(group, step)
         dt = dtype if dtype.kind == "f" else dtypes.float32
         shape = (len(values),)
-        return Tensor(device.from_list(values, shape, dt), shape, dt, device), values
+        t = Tensor(device.from_list(values, shape, dt), shape, dt, device)
+        from ember.accel.capture.trace import current
+        trace = current()
+        if trace is not None:  # recorded: each replay refills the tensor from the live group and count
+            trace.add_feed(t, lambda: self._hyper_values(group, step if state is None else state["step"]))
+            # the entries another learning rate or step count changes; the others (switches) are
+            # fixed by the plan's key
+            other = self._hyper_values(dict(group, lr=group["lr"] * 0.5 + 1e-3), None if step is None else step + 1)
+            values = _FedValues(values, t, [i for i, (a, b) in enumerate(zip(values, other)) if a != b])
+        return t, values
 
     def _hyper_values(self, group, step):
         """The values of the layout ``_hyper`` builds (subclasses with a cohort update)."""
@@ -340,6 +349,22 @@ class Optimizer:
                     lines.append("    %s: %r" % (k, g[k]))
         lines.append(")")
         return "\n".join(lines)
+
+
+class _FedValues(list):
+    """A recorded step's hyperparameters as floats for the op-by-op formulas (a device without a fused
+    update): one that changes from step to step (``live``: the learning rate, bias corrections) comes
+    as a 0-d view of the tensor each replay refills, which an op takes as it takes a float."""
+
+    def __init__(self, values, tensor, live):
+        list.__init__(self, values)
+        self._tensor = tensor
+        self._live = live
+
+    def __getitem__(self, i):
+        if i in self._live:  # the same value as an op's scalar: rounded to the dtype once
+            return self._tensor[i]
+        return list.__getitem__(self, i)
 
 
 def _preview(names, n=4):

@@ -29,8 +29,7 @@ class SGD(Optimizer):
 
     DEFAULTS = {"lr": 1e-3, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nesterov": False,
                 "maximize": False}
-    CAPTURE = True  # a captured step (ember.accel.compile) may replay it: its factors are the group's
-    # hyperparameters, part of the plan's key, and its step count only counts
+    CAPTURE = True  # a captured step (ember.accel.compile) may replay it: _hyper is refilled each replay
 
     def _check(self, h):
         Optimizer._check(self, h)
@@ -66,6 +65,7 @@ class Adam(Optimizer):
     DEFAULTS = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0, "amsgrad": False,
                 "maximize": False}
     DECOUPLED = False
+    CAPTURE = True  # a captured step may replay it: _hyper (bias corrections included) is refilled each replay
 
     def _check(self, h):
         Optimizer._check(self, h)
@@ -93,7 +93,7 @@ class Adam(Optimizer):
         out = [None] * len(xs)
         for idx in _cohorts(xs, [s["step"] for s in states]):
             x0 = xs[idx[0]]
-            hyper, values = self._hyper(group, x0.device, x0.dtype, states[idx[0]]["step"])
+            hyper, values = self._hyper(group, x0.device, x0.dtype, states[idx[0]]["step"], states[idx[0]])
             cohort = [states[i] for i in idx]
             new = adam_update(hyper, values, [xs[i] for i in idx], [gs[i] for i in idx],
                               [s["exp_avg"] for s in cohort], [s["exp_avg_sq"] for s in cohort],
