@@ -46,7 +46,8 @@ class CRecorder:
 
     def __init__(self):
         self.launches = []
-        self.made = []  # (entry index, array, "buffer" | "argument")
+        self.made = []  # (entry index, array, "buffer" | "argument" | "table")
+        self.tables = {}  # id(table array) -> [(array, byte offset) or None] per entry
         self.stray = None
         self._patched = []
         self._wrappers = {}
@@ -60,7 +61,7 @@ class CRecorder:
             if name.startswith("emb_"):
                 fns[id(getattr(lib, name))] = name
         proxy = _LibProxy(self)
-        fresh, q, scalar = pool.fresh, cstorage.q, cstorage.scalar
+        fresh, q, scalar, table = pool.fresh, cstorage.q, cstorage.scalar, cstorage.pointer_table
         for mod in list(sys.modules.values()):
             if not getattr(mod, "__name__", "").startswith("ember."):
                 continue
@@ -74,6 +75,8 @@ class CRecorder:
                     new = self._q(q)
                 elif v is scalar:
                     new = self._scalar(scalar)
+                elif v is table:
+                    new = self._table(table)
                 elif type(v) is type(lib.emb_isa) and id(v) in fns:
                     new = self.wrapper(fns[id(v)])
                 else:
@@ -143,6 +146,16 @@ class CRecorder:
         return recorded
 
 
+    def _table(self, table):
+        def recorded(addresses):
+            arr = table(addresses)
+            if _thread_id() == self.trace.thread:
+                # each entry named now, while what it points into is alive
+                self.tables[id(arr)] = [self.owner(p) if p else None for p in addresses]
+                self.made.append((len(self.trace.entries), arr, "table"))
+            return arr
+        return recorded
+
     def _scalar(self, scalar):
         def recorded(code, value):
             arr = scalar(code, value)
@@ -208,7 +221,16 @@ def lower(plan, trace):
     for i in trace.consts:
         add(trace.arrays[i].data, "const")
     for entry, arr, kind in rec.made:
-        add(arr, "made" if kind == "buffer" else "const", entry=entry)
+        add(arr, {"buffer": "made", "argument": "const", "table": "table"}[kind], entry=entry)
+
+    def usable(owner, e):
+        # a pointer (or a table's entry) into a buffer a replay will know at entry e
+        b = None if owner is None else by_id.get(id(owner[0]))
+        if b is None or b.kind == "made" and b.entry != e.index and not lowered.get(b.entry):
+            return False
+        if b.kind == "table":
+            return b.entry == e.index and all(o is None or usable(o, e) for o in rec.tables[id(b.arr)])
+        return True
 
     launches = {}
     for l in rec.launches:
@@ -227,8 +249,7 @@ def lower(plan, trace):
             if not ok:
                 break
             for pos, owner in l.where:
-                b = None if owner is None else by_id.get(id(owner[0]))
-                if b is None or b.kind == "made" and b.entry != e.index and not lowered.get(b.entry):
+                if not usable(owner, e):
                     ok = False
                     break
         if ok:
@@ -248,11 +269,11 @@ def lower(plan, trace):
                         b.kind, b.slot = "result", s
     if not any(lowered.values()):
         return None, "no entry ran as C kernels only"
-    return LoweredPlan(plan, trace, buffers, by_id, launches, lowered), None
+    return LoweredPlan(plan, trace, buffers, by_id, launches, lowered, rec.tables), None
 
 
 class LoweredPlan:
-    def __init__(self, plan, trace, buffers, by_id, launches, lowered):
+    def __init__(self, plan, trace, buffers, by_id, launches, lowered, tables):
         self.plan = plan
         self.base = plan.base
         self.inputs = plan.inputs
@@ -295,13 +316,25 @@ class LoweredPlan:
                 for l in launches.get(e.index, ()):
                     args = list(l.args)
                     patches = []
+                    rows = []  # (table copy, index, buffer number, offset): entries patched per replay
                     for pos, (arr, off) in l.where:
                         b = by_id[id(arr)]
-                        if b.kind in ("made", "const"):
+                        if b.kind == "table":  # the plan's own copy, its fixed entries written now
+                            own = array("Q", b.arr)
+                            self.kept.append(own)
+                            for k, o in enumerate(tables[id(b.arr)]):
+                                if o is not None:
+                                    t = by_id[id(o[0])]
+                                    if t.kind in ("made", "const"):
+                                        own[k] = self.addr[t.n] + o[1]
+                                    else:
+                                        rows.append((own, k, t.n, o[1]))
+                            args[pos] = own.buffer_info()[0] + off
+                        elif b.kind in ("made", "const"):
                             args[pos] = self.addr[b.n] + off
                         else:
                             patches.append((pos, b.n, off))
-                    self.steps.append((0, l.fn, args, tuple(patches), l.ret, l.name))
+                    self.steps.append((0, l.fn, args, tuple(patches), l.ret, l.name, tuple(rows)))
                 outs = set()
                 slots_in(e.out, outs)
                 for s in outs:
@@ -357,9 +390,11 @@ class LoweredPlan:
         for step in self.steps:
             kind = step[0]
             if kind == 0:
-                _, fn, args, patches, ret, name = step
+                _, fn, args, patches, ret, name, rows = step
                 for pos, n, off in patches:
                     args[pos] = addr[n] + off
+                for table, k, n, off in rows:
+                    table[k] = addr[n] + off
                 if fn(*args) != ret:
                     raise ReplayError("%s reported what its recording did not" % name)
             elif kind == 1:

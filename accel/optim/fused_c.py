@@ -3,13 +3,12 @@
 built-in fused paths of ``CpuC``; any other case (float16, a tensor of another device) runs the
 composite's body. New arrays come from the Cpu's buffer pool; no input is written.
 """
-from array import array
 
 from ember import dtypes
 from ember.backends.cpu import ckernels as _ck
 from ember.backends.cpu.array import CpuArray, numel
 from ember.backends.cpu.cdevice import CpuC
-from ember.backends.cpu.cstorage import contig as _contig, threads as _threads
+from ember.backends.cpu.cstorage import contig as _contig, pointer_table as _pointer_table, q as _q, threads as _threads
 from ember.backends.cpu.pool import fresh as _fresh
 from ember.composite import COMPOSITES, register_fused
 from ember.tensor import Tensor
@@ -41,11 +40,10 @@ def _addr(t):
 
 def _run(rule, code, hyper, params, ptrs):
     """One C call over the cohort; ``ptrs`` name arrays the caller holds until it returns."""
-    # the table holds addresses: a captured step (accel/capture/lower_c.py) must not bake it into a
-    # replay, and does not, since it knows only arrays made through cstorage.q and the pool
-    sizes = array("q", [numel(x.shape) for x in params])
+    # the table holds addresses: cstorage.pointer_table, which a captured step rewrites each replay
+    sizes, _ = _q([numel(x.shape) for x in params])
     h = _contig(hyper._data)
-    table = array("Q", ptrs)
+    table = _pointer_table(ptrs)
     dtype = _lib.EMB_F32 if code == "f" else _lib.EMB_F64
     if _lib.emb_optim_step(rule, dtype, len(params), sizes.buffer_info()[0], table.buffer_info()[0],
                            h.buffer_info()[0], _threads()) < 0:

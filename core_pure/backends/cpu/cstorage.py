@@ -81,6 +81,12 @@ def scalar(code, value):
     return array(code, (value,))
 
 
+def pointer_table(addresses):
+    """An array of addresses for C to read (a kernel over many arrays): a captured step rewrites its
+    entries on each replay, so build every such table here."""
+    return array("Q", addresses)
+
+
 def contig(a):
     """``a``'s values row-major, as an array (``a.data`` itself when already contiguous)."""
     if a.strides is None:
