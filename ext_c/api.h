@@ -41,3 +41,9 @@ int emb_random_normal(int dtype, int64_t n, uintptr_t state, uintptr_t spare, do
                       uintptr_t out);
 int emb_random_randint(int dtype, int64_t n, uintptr_t state, int64_t lo, uint64_t span, uintptr_t out);
 int emb_random_bernoulli(int dtype, int64_t n, uintptr_t state, double p, uintptr_t out);
+
+/* conv and pool gradients, reductions over several dims (convk) */
+int emb_conv2d_grad_input(int dtype, uintptr_t params, uintptr_t g, uintptr_t w, uintptr_t gx, int nthreads);
+int emb_conv2d_grad_weight(int dtype, uintptr_t params, uintptr_t x, uintptr_t g, uintptr_t gw, int nthreads);
+int emb_pool2d_grad(int op, int dtype, uintptr_t params, uintptr_t x, uintptr_t g, uintptr_t gx, int nthreads);
+int emb_reduce_dims(int op, int dtype, int nd, uintptr_t shape, uintptr_t reduced, uintptr_t x, uintptr_t out);
