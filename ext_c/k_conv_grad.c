@@ -168,30 +168,42 @@ void EMB_FN(conv_grad_weight)(int dtype, const emb_i *p, const void *xv, const v
 
 /* ---- pooling -------------------------------------------------------------------------------------- */
 
-#define POOL_GRAD(T) \
-    { \
-        const T *x = (const T *)xv, *g = (const T *)gv; \
-        T *gx = (T *)gxv; \
-        double *acc = (double *)workv; \
-        emb_i h = P(H), w = P(W), oh = P(OH), ow = P(OW), plane, oy, ox, ky, kx, i; \
-        double size = (double)(P(KH) * P(KW)); \
-        for (plane = plane0; plane < plane1; plane++) { \
-            const T *src = x + plane * h * w; \
-            const T *gp = g + plane * oh * ow; \
-            for (i = 0; i < h * w; i++) acc[i] = 0.0; \
+/* every window of one plane: its gradient added to ACC (of ACCT) at the max or the window's elements */
+#define POOL_GRAD_WINDOWS(T, ACC, ACCT) \
             for (oy = 0; oy < oh; oy++) \
                 for (ox = 0; ox < ow; ox++) { \
-                    emb_i y0 = oy * P(SH) - P(PT), x0 = ox * P(SW) - P(PL); \
+                    emb_i y0 = oy * sh - pt, x0 = ox * sw - pl; \
                     T gv1 = gp[oy * ow + ox]; \
-                    if (op == EMB_P_MAX) { \
+                    if (op == EMB_P_MAX && y0 >= 0 && x0 >= 0 && y0 + (kh - 1) * dh < h && \
+                        x0 + (kw - 1) * dw < w) { \
+                        /* inside the image: the max without branches, then the first element that \
+                           equals it (or is nan) found from the back, again without branches */ \
+                        const T *r = src + y0 * w + x0; \
+                        T best = r[0]; \
+                        emb_i at = 0, nan = 0; \
+                        for (ky = 0; ky < kh; ky++) \
+                            for (kx = 0; kx < kw; kx++) { \
+                                T v = r[ky * dh * w + kx * dw]; \
+                                nan |= v != v; \
+                                best = v > best ? v : best; \
+                            } \
+                        for (ky = kh - 1; ky >= 0; ky--) \
+                            for (kx = kw - 1; kx >= 0; kx--) { \
+                                emb_i off = ky * dh * w + kx * dw; \
+                                T v = r[off]; \
+                                emb_i hit = nan ? v != v : v == best; \
+                                at += (off - at) & -hit; \
+                            } \
+                        ACC[y0 * w + x0 + at] += (ACCT)gv1; \
+                    } else if (op == EMB_P_MAX) { \
                         /* the window in order, pads as -inf: the first max (or nan) wins */ \
                         T best = 0; \
                         emb_i at = -1; \
                         int started = 0; \
-                        for (ky = 0; ky < P(KH); ky++) { \
-                            emb_i y = y0 + ky * P(DH); \
-                            for (kx = 0; kx < P(KW); kx++) { \
-                                emb_i xx = x0 + kx * P(DW); \
+                        for (ky = 0; ky < kh; ky++) { \
+                            emb_i y = y0 + ky * dh; \
+                            for (kx = 0; kx < kw; kx++) { \
+                                emb_i xx = x0 + kx * dw; \
                                 int inside = y >= 0 && y < h && xx >= 0 && xx < w; \
                                 T v = inside ? src[y * w + xx] : -(T)EMB_INF; \
                                 if (!started) { best = v; at = inside ? y * w + xx : -1; started = 1; } \
@@ -202,21 +214,43 @@ void EMB_FN(conv_grad_weight)(int dtype, const emb_i *p, const void *xv, const v
                             } \
                         } \
                         if (at >= 0) \
-                            acc[at] += (double)gv1; \
+                            ACC[at] += (ACCT)gv1; \
                     } else { \
-                        T share = (T)((double)gv1 / size); \
-                        for (ky = 0; ky < P(KH); ky++) { \
-                            emb_i y = y0 + ky * P(DH); \
+                        T share = (T)((ACCT)gv1 / size); \
+                        for (ky = 0; ky < kh; ky++) { \
+                            emb_i y = y0 + ky * dh; \
                             if (y < 0 || y >= h) continue; \
-                            for (kx = 0; kx < P(KW); kx++) { \
-                                emb_i xx = x0 + kx * P(DW); \
+                            for (kx = 0; kx < kw; kx++) { \
+                                emb_i xx = x0 + kx * dw; \
                                 if (xx >= 0 && xx < w) \
-                                    acc[y * w + xx] += (double)share; \
+                                    ACC[y * w + xx] += (ACCT)share; \
                             } \
                         } \
                     } \
-                } \
-            for (i = 0; i < h * w; i++) gx[plane * h * w + i] = (T)acc[i]; \
+                }
+
+#define POOL_GRAD(T) \
+    { \
+        const T *x = (const T *)xv, *g = (const T *)gv; \
+        T *gx = (T *)gxv; \
+        double *acc = (double *)workv; \
+        emb_i h = P(H), w = P(W), oh = P(OH), ow = P(OW), plane, oy, ox, ky, kx, i; \
+        emb_i kh = P(KH), kw = P(KW), sh = P(SH), sw = P(SW), dh = P(DH), dw = P(DW), pt = P(PT), pl = P(PL); \
+        double size = (double)(kh * kw); \
+        /* windows that share no element: each sum has one term, added in T to 0 (exact) */ \
+        int apart = sh >= (kh - 1) * dh + 1 && sw >= (kw - 1) * dw + 1; \
+        for (plane = plane0; plane < plane1; plane++) { \
+            const T *src = x + plane * h * w; \
+            const T *gp = g + plane * oh * ow; \
+            T *gxp = gx + plane * h * w; \
+            if (apart) { \
+                for (i = 0; i < h * w; i++) gxp[i] = 0; \
+                POOL_GRAD_WINDOWS(T, gxp, T) \
+                continue; \
+            } \
+            for (i = 0; i < h * w; i++) acc[i] = 0.0; \
+            POOL_GRAD_WINDOWS(T, acc, double) \
+            for (i = 0; i < h * w; i++) gxp[i] = (T)acc[i]; \
         } \
         return; \
     }
