@@ -78,18 +78,24 @@ def test_conv_gradients_match_the_composites(case, dtype):
     assert gx.dtype is dtype and gw.dtype is dtype and gx.shape == xs and gw.shape == ws
 
 
-def test_conv_gradients_batch_one_and_threads(monkeypatch):
+def test_conv_gradients_batch_one_and_threads():
     """Batch 1 and a batch split over threads (the weight gradient's partial sums) agree."""
-    xs, ws = (5, 3, 12, 12), (4, 3, 3, 3)
+    xs, ws = (12, 8, 30, 30), (16, 8, 3, 3)  # enough work for 3 threads
     x, w = _rand(xs, ember.float64, C, 4), _rand(ws, ember.float64, C, 5)
-    g = _rand((5, 4, 10, 10), ember.float64, C, 6)
+    g = _rand((12, 16, 28, 28), ember.float64, C, 6)
     args = ((1, 1), ((0, 0), (0, 0)), (1, 1), 1)
-    one = rules.conv_weight_grad(x, g, ws, *args)
-    monkeypatch.setenv("EMBER_NUM_THREADS", "3")
-    many = rules.conv_weight_grad(x, g, ws, *args)
-    assert_close(one, many, 1e-12, 1e-12)
+    before = ckernels.set_num_threads(1)
+    try:
+        one = [rules.conv_weight_grad(x, g, ws, *args), rules.conv_input_grad(g, w, xs, *args)]
+        ckernels.set_num_threads(3)
+        many = [rules.conv_weight_grad(x, g, ws, *args), rules.conv_input_grad(g, w, xs, *args)]
+    finally:
+        ckernels.set_num_threads(before)
+    for a, b in zip(one, many):
+        assert_close(a, b, 1e-12, 1e-12)
     first = rules.conv_input_grad(g.narrow(0, 0, 1), w, (1,) + xs[1:], *args)
-    assert_close(first, rules.conv_input_grad(g, w, xs, *args).narrow(0, 0, 1), 1e-12, 1e-12)
+    assert_close(first, one[1].narrow(0, 0, 1), 1e-12, 1e-12)
+    assert_close(one[0], BODY["conv_weight_grad"](x, g, ws, *args), 1e-12, 1e-12)
 
 
 @pytest.mark.parametrize("dtype", [ember.float32, ember.float64], ids=["f32", "f64"])
