@@ -214,3 +214,47 @@ def test_bad_input_still_reports_as_before():
     with pytest.raises(ember.IndexOutOfRange, match="sum: dim 7 is out of range"):
         x.sum((0, 7))
     F.conv2d(x, w).sum().backward()  # the valid call still runs
+
+
+# -- Wgpu's pool gradient kernel (lavapipe in CI) ------------------------------------------------------
+
+def _wgpu():
+    try:
+        from ember.accel import Wgpu
+        return Wgpu()
+    except (ImportError, RuntimeError) as e:
+        pytest.skip("no Wgpu device: %s" % e)
+
+
+@pytest.mark.parametrize("op", ["max", "avg"])
+@pytest.mark.parametrize("case", POOL_CASES, ids=[str(c[0]) + str(c[1]) for c in POOL_CASES])
+def test_wgpu_pool_gradient_equals_the_reference(case, op):
+    gpu = _wgpu()
+    xs, k, st, pad, dil = case
+    if op == "avg":
+        dil = (1,) * len(k)
+    dts = [ember.float32] + ([ember.float64] if gpu.rt.has_f64 else [])
+    for dtype in dts:
+        x = _rand(xs, dtype, PURE, 14, ties=True)
+        g = _rand(PURE.pool(op, x._data, k, st, pad, dil).shape, dtype, PURE, 15)
+        assert composite.resolve(type(gpu), "pool_input_grad")[0] is not None
+        got = rules.pool_input_grad(g.to(gpu), x.to(gpu), op, k, st, pad, dil)
+        _same(got.to(PURE), BODY["pool_input_grad"](g, x, op, k, st, pad, dil))
+
+
+def test_wgpu_pool_gradient_nan_pads_and_views():
+    gpu = _wgpu()
+    x = ember.tensor([[[[1.0, 3.0, 3.0, NAN], [3.0, 2.0, NAN, 5.0]]]])
+    g = ember.tensor([[[[10.0, 20.0]]]])
+    args = ("max", (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1))
+    got = rules.pool_input_grad(g.to(gpu), x.to(gpu), *args)
+    assert got.tolist() == [[[[0.0, 10.0, 0.0, 20.0], [0.0, 0.0, 0.0, 0.0]]]]
+    x = ember.tensor([[[[-math.inf, -math.inf], [-math.inf, 1.0]]]])
+    got = rules.pool_input_grad(ember.ones(1, 1, 2, 2, device=gpu), x.to(gpu), "max", (2, 2), (1, 1),
+                                ((1, 0), (1, 0)), (1, 1))
+    assert got.tolist() == [[[[0.0, 0.0], [0.0, 1.0]]]]
+    # strided operands: a permuted input and an expanded gradient
+    xp = _rand((6, 6, 2, 1), ember.float32, PURE, 16).permute(3, 2, 0, 1)
+    gp = ember.tensor([[[[1.0, 2.0, 3.0]]]]).expand(1, 2, 3, 3)
+    args = ("max", (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1))
+    _same(rules.pool_input_grad(gp.to(gpu), xp.to(gpu), *args).to(PURE), BODY["pool_input_grad"](gp, xp, *args))
