@@ -386,39 +386,17 @@ class CpuC(Cpu):
     # them. Each returns None where no kernel serves (another dtype), and the composite body runs.
     def conv_input_grad(self, g, w, x_shape, stride, padding, dilation, groups):
         """The gradient of ``conv(x, w, ...)`` for ``x`` (an array of ``x_shape``) from the output's ``g``."""
-        dtype = g.dtype
-        if (dtype is not f32 and dtype is not f64) or w.dtype is not dtype:
+        if w.dtype is not g.dtype:
             return None
-        params, out_shape = _conv_params(x_shape, w.shape[2:], stride, padding, dilation, groups, w.shape[0])
-        n = numel(x_shape)
-        out = _fresh(_CODES[dtype], n)
-        if n and numel(out_shape):
-            gs, ws = _contig(g), _contig(w)
-            p, p_addr = _q(params)
-            if _lib.emb_conv2d_grad_input(_DT[dtype], p_addr, gs.buffer_info()[0], ws.buffer_info()[0],
-                                          out.buffer_info()[0], _threads()) < 0:
-                raise MemoryError("conv: the C kernels could not allocate their workspace")
-        elif n:
-            out = array(out.typecode, bytes(out.itemsize * n))
-        return CpuArray(out, tuple(x_shape), dtype)
+        params = _conv_params(x_shape, w.shape[2:], stride, padding, dilation, groups, w.shape[0])
+        return _conv_grad(_lib.emb_conv2d_grad_input, params, g, w, x_shape)
 
     def conv_weight_grad(self, x, g, w_shape, stride, padding, dilation, groups):
         """The gradient of ``conv(x, w, ...)`` for ``w`` (an array of ``w_shape``) from the output's ``g``."""
-        dtype = g.dtype
-        if (dtype is not f32 and dtype is not f64) or x.dtype is not dtype:
+        if x.dtype is not g.dtype:
             return None
-        params, out_shape = _conv_params(x.shape, w_shape[2:], stride, padding, dilation, groups, w_shape[0])
-        n = numel(w_shape)
-        out = _fresh(_CODES[dtype], n)
-        if n and numel(out_shape):
-            xs, gs = _contig(x), _contig(g)
-            p, p_addr = _q(params)
-            if _lib.emb_conv2d_grad_weight(_DT[dtype], p_addr, xs.buffer_info()[0], gs.buffer_info()[0],
-                                           out.buffer_info()[0], _threads()) < 0:
-                raise MemoryError("conv: the C kernels could not allocate their workspace")
-        elif n:
-            out = array(out.typecode, bytes(out.itemsize * n))
-        return CpuArray(out, tuple(w_shape), dtype)
+        params = _conv_params(x.shape, w_shape[2:], stride, padding, dilation, groups, w_shape[0])
+        return _conv_grad(_lib.emb_conv2d_grad_weight, params, x, g, w_shape)
 
     def pool_input_grad(self, op, x, g, kernel, stride, padding, dilation):
         """The gradient of ``pool(op, x, ...)`` for ``x`` from the output's ``g``: for max, each
@@ -499,6 +477,25 @@ def draw(kind, n, dt, generator, params, out):
 
 def _contig_view(a):
     return a if a.strides is None else CpuArray(_contig(a), a.shape, a.dtype)
+
+
+def _conv_grad(kernel, params, a, b, shape):
+    """A conv gradient of ``shape`` from ``kernel(dtype, params, a, b, out, threads)`` (float32 and
+    float64; None for others); zeros where the conv's output is empty."""
+    dtype = a.dtype
+    if dtype is not f32 and dtype is not f64:
+        return None
+    block, out_shape = params
+    n = numel(shape)
+    out = _fresh(_CODES[dtype], n)
+    if n and numel(out_shape):
+        p, p_addr = _q(block)
+        sa, sb = _contig(a), _contig(b)  # held while C reads them
+        if kernel(_DT[dtype], p_addr, sa.buffer_info()[0], sb.buffer_info()[0], out.buffer_info()[0], _threads()) < 0:
+            raise MemoryError("conv: the C kernels could not allocate their workspace")
+    elif n:
+        out = array(out.typecode, bytes(out.itemsize * n))
+    return CpuArray(out, tuple(shape), dtype)
 
 
 def _conv_params(shape, kernel, stride, padding, dilation, groups, out_channels):
