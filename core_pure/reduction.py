@@ -1,5 +1,6 @@
 """Reductions over a dim, a tuple of dims or everything, with ``keepdim``."""
 from . import dtypes
+from .composite import composite
 from .errors import ShapeError
 from .shapes import dim as _dim, dims as _dims, numel
 from .tensor import Tensor
@@ -46,8 +47,26 @@ class ValuesIndices:
         return "ValuesIndices(values=%r, indices=%r)" % (self.values, self.indices)
 
 
+@composite
+def reduce_dims(x, op, dims):
+    """``op`` (sum, prod, max, min, any, all) over each of ``dims`` (sorted, normalized), which stay
+    with size 1: the backend's one-dim ``reduce`` once per dim. This is the hook a backend offers a
+    reduction over several dims in one pass through (``register_fused`` or ``override``: the C Cpu's
+    reads the input once, as a bias gradient's sum over N, H, W wants); a replacement may return a
+    sum rounded once instead of once per dim, within the conformance tolerance of sums, and must
+    give max/min exactly."""
+    dev = x.device
+    data = x._data
+    shape = x.shape
+    for d in reversed(dims):
+        data = dev.reduce(op, data, d)
+        shape = shape[:d] + (1,) + shape[d + 1:]
+    return Tensor(data, shape, x.dtype, dev)
+
+
 def _reduce(op, x, dims, keepdim, out_dtype):
-    """Apply the backend's one-dim ``reduce`` over each of ``dims`` (sorted), then drop them."""
+    """Reduce over ``dims`` (sorted): one dim by the backend's ``reduce``, several through the
+    ``reduce_dims`` composite; then drop them unless ``keepdim``."""
     dev = x.device
     data = x._data
     shape = x.shape
@@ -60,9 +79,13 @@ def _reduce(op, x, dims, keepdim, out_dtype):
     else:
         out_shape = tuple(1 if i in dims else s for i, s in enumerate(shape)) if keepdim else \
             tuple(s for i, s in enumerate(shape) if i not in dims)
-    for d in reversed(dims):
-        data = dev.reduce(op, data, d)
-        shape = shape[:d] + (1,) + shape[d + 1:]
+    if len(dims) > 1 and out_dtype is x.dtype:
+        part = reduce_dims(x, op, tuple(dims))
+        data, shape = part._data, part.shape
+    else:
+        for d in reversed(dims):
+            data = dev.reduce(op, data, d)
+            shape = shape[:d] + (1,) + shape[d + 1:]
     if shape != out_shape:
         data = dev.reshape(data, out_shape)
     return Tensor(data, out_shape, out_dtype, dev)

@@ -61,3 +61,9 @@ enum { EMB_ADAM_WEIGHT_DECAY = 0, EMB_ADAM_DECAY = 1, EMB_ADAM_LERP_WEIGHT = 2, 
        EMB_ADAM_AMSGRAD = 12, EMB_ADAM_NHYPER = 13 };
 int emb_optim_step(int rule, int dtype, int64_t count, uintptr_t sizes, uintptr_t ptrs, uintptr_t hyper,
                    int nthreads);
+
+/* conv and pool gradients, reductions over several dims (convk) */
+int emb_conv2d_grad_input(int dtype, uintptr_t params, uintptr_t g, uintptr_t w, uintptr_t gx, int nthreads);
+int emb_conv2d_grad_weight(int dtype, uintptr_t params, uintptr_t x, uintptr_t g, uintptr_t gw, int nthreads);
+int emb_pool2d_grad(int op, int dtype, uintptr_t params, uintptr_t x, uintptr_t g, uintptr_t gx, int nthreads);
+int emb_reduce_dims(int op, int dtype, int nd, uintptr_t shape, uintptr_t reduced, uintptr_t x, uintptr_t out);

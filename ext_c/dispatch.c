@@ -838,3 +838,160 @@ int emb_optim_step(int rule, int dtype, int64_t count, uintptr_t sizes, uintptr_
     parallel(threads_for(nthreads, (double)c.total, 1 << 16), optim_task, &c);
     return c.rc;
 }
+
+/* ---- conv and pool gradients, reductions over several dims (convk) ------------------------------------ */
+
+typedef struct {
+    int op, dtype;
+    const emb_i *p;
+    const void *a, *b;
+    void *out;
+    void **partial; /* weight gradient: one buffer per thread (thread 0's is out) */
+    int rc;
+} grad_ctx;
+
+static double conv_macs(const emb_i *p)
+{
+    return (double)p[EMB_CV_N] * p[EMB_CV_O] * (p[EMB_CV_C] / p[EMB_CV_G]) * p[EMB_CV_KH] * p[EMB_CV_KW] *
+           p[EMB_CV_OH] * p[EMB_CV_OW];
+}
+
+static void grad_input_task(void *ptr, int tid, int nt)
+{
+    grad_ctx *c = (grad_ctx *)ptr;
+    const emb_table *T = TABLE();
+    emb_i lo, hi;
+    void *raw, *work;
+    share(c->p[EMB_CV_N], tid, nt, 1, &lo, &hi);
+    if (lo >= hi)
+        return;
+    work = work_get(0, (size_t)T->conv_grad_work(c->dtype, c->p) * (c->dtype == EMB_F64 ? 8 : 4), &raw);
+    if (!work) {
+        c->rc = -1;
+        return;
+    }
+    T->conv_grad_input(c->dtype, c->p, c->a, c->b, c->out, lo, hi, work);
+    work_put(raw);
+}
+
+int emb_conv2d_grad_input(int dtype, uintptr_t params, uintptr_t g, uintptr_t w, uintptr_t gx, int nthreads)
+{
+    grad_ctx c;
+    const emb_i *p = (const emb_i *)params;
+    int nt = threads_for(nthreads, conv_macs(p), 1 << 21);
+    c.dtype = dtype;
+    c.p = p;
+    c.a = (const void *)g;
+    c.b = (const void *)w;
+    c.out = (void *)gx;
+    c.rc = 0;
+    if (nt > p[EMB_CV_N])
+        nt = (int)EMB_MAX_(1, p[EMB_CV_N]);
+    parallel(nt, grad_input_task, &c);
+    return c.rc;
+}
+
+static void grad_weight_task(void *ptr, int tid, int nt)
+{
+    grad_ctx *c = (grad_ctx *)ptr;
+    const emb_table *T = TABLE();
+    emb_i lo, hi;
+    void *raw, *work;
+    share(c->p[EMB_CV_N], tid, nt, 1, &lo, &hi);
+    work = work_get(0, (size_t)T->conv_grad_work(c->dtype, c->p) * (c->dtype == EMB_F64 ? 8 : 4), &raw);
+    if (!work) {
+        c->rc = -1;
+        return;
+    }
+    T->conv_grad_weight(c->dtype, c->p, c->a, c->b, c->partial[tid], lo, hi, work);
+    work_put(raw);
+}
+
+int emb_conv2d_grad_weight(int dtype, uintptr_t params, uintptr_t x, uintptr_t g, uintptr_t gw, int nthreads)
+{
+    grad_ctx c;
+    const emb_i *p = (const emb_i *)params;
+    void *partial[EMB_MAX_THREADS], *raws[EMB_MAX_THREADS];
+    emb_i size = p[EMB_CV_O] * (p[EMB_CV_C] / p[EMB_CV_G]) * p[EMB_CV_KH] * p[EMB_CV_KW], i;
+    size_t es = dtype == EMB_F64 ? 8 : 4;
+    int nt = threads_for(nthreads, conv_macs(p), 1 << 22), t;
+    if (nt > p[EMB_CV_N])
+        nt = (int)EMB_MAX_(1, p[EMB_CV_N]);
+    c.dtype = dtype;
+    c.p = p;
+    c.a = (const void *)x;
+    c.b = (const void *)g;
+    c.partial = partial;
+    c.rc = 0;
+    partial[0] = (void *)gw;
+    raws[0] = 0;
+    for (t = 1; t < nt; t++) {
+        partial[t] = aligned_alloc64((size_t)size * es, &raws[t]);
+        if (!partial[t]) {
+            nt = t;
+            break;
+        }
+    }
+    parallel(nt, grad_weight_task, &c);
+    for (t = 1; t < nt; t++) { /* the threads' partial sums, in thread order */
+        if (dtype == EMB_F64)
+            for (i = 0; i < size; i++) ((double *)gw)[i] += ((double *)partial[t])[i];
+        else
+            for (i = 0; i < size; i++) ((float *)gw)[i] += ((float *)partial[t])[i];
+        free(raws[t]);
+    }
+    return c.rc;
+}
+
+static void pool_grad_task(void *ptr, int tid, int nt)
+{
+    grad_ctx *c = (grad_ctx *)ptr;
+    emb_i lo, hi;
+    void *raw, *work;
+    share(c->p[EMB_CV_N] * c->p[EMB_CV_C], tid, nt, 1, &lo, &hi);
+    if (lo >= hi)
+        return;
+    work = work_get(0, (size_t)c->p[EMB_CV_H] * c->p[EMB_CV_W] * sizeof(double), &raw);
+    if (!work) {
+        c->rc = -1;
+        return;
+    }
+    TABLE()->pool2d_grad(c->op, c->dtype, c->p, lo, hi, c->a, c->b, c->out, work);
+    work_put(raw);
+}
+
+int emb_pool2d_grad(int op, int dtype, uintptr_t params, uintptr_t x, uintptr_t g, uintptr_t gx, int nthreads)
+{
+    grad_ctx c;
+    const emb_i *p = (const emb_i *)params;
+    double work = (double)p[EMB_CV_N] * p[EMB_CV_C] * p[EMB_CV_OH] * p[EMB_CV_OW] * p[EMB_CV_KH] * p[EMB_CV_KW];
+    int nt = threads_for(nthreads, work, 1 << 18);
+    c.op = op;
+    c.dtype = dtype;
+    c.p = p;
+    c.a = (const void *)x;
+    c.b = (const void *)g;
+    c.out = (void *)gx;
+    c.rc = 0;
+    if (nt > p[EMB_CV_N] * p[EMB_CV_C])
+        nt = (int)EMB_MAX_(1, p[EMB_CV_N] * p[EMB_CV_C]);
+    parallel(nt, pool_grad_task, &c);
+    return c.rc;
+}
+
+int emb_reduce_dims(int op, int dtype, int nd, uintptr_t shape, uintptr_t reduced, uintptr_t x, uintptr_t out)
+{
+    const emb_i *sh = (const emb_i *)shape, *red = (const emb_i *)reduced;
+    emb_i nout = 1;
+    int d, rc;
+    void *raw, *work;
+    for (d = 0; d < nd; d++)
+        if (!red[d])
+            nout *= sh[d];
+    work = work_get(0, (size_t)nout * (sizeof(double) + 1) + 64, &raw);
+    if (!work)
+        return -2;
+    rc = TABLE()->reduce_dims(op, dtype, nd, sh, red, (const void *)x, (void *)out, work);
+    work_put(raw);
+    return rc;
+}

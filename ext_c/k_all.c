@@ -3,5 +3,6 @@
 #include "k_reduce.c"
 #include "k_gemm.c"
 #include "k_conv.c"
+#include "k_conv_grad.c"
 #include "k_movement.c"
 #include "k_nn.c"

@@ -181,7 +181,20 @@ void EMB_FN(conv_tile)(int dtype, const emb_i *p, const void *xpv, const void *w
             for (oy = 0; oy < oh; oy++) \
                 for (ox = 0; ox < ow; ox++) { \
                     emb_i y0 = oy * P(SH) - P(PT), x0 = ox * P(SW) - P(PL); \
-                    if (op == EMB_P_MAX) { \
+                    if (op == EMB_P_MAX && y0 >= 0 && x0 >= 0 && y0 + (P(KH) - 1) * P(DH) < h && \
+                        x0 + (P(KW) - 1) * P(DW) < w) { \
+                        /* inside the image: selects instead of branches, nan noted on the side */ \
+                        const T *r = src + y0 * w + x0; \
+                        T best = r[0]; \
+                        int nan = 0; \
+                        for (ky = 0; ky < P(KH); ky++) \
+                            for (kx = 0; kx < P(KW); kx++) { \
+                                T v = r[ky * P(DH) * w + kx * P(DW)]; \
+                                nan |= v != v; \
+                                best = v > best ? v : best; \
+                            } \
+                        dst[oy * ow + ox] = nan ? (T)EMB_NAN : best; \
+                    } else if (op == EMB_P_MAX) { \
                         T best = -(T)EMB_INF; \
                         int found_nan = 0; \
                         for (ky = 0; ky < P(KH) && !found_nan; ky++) { \

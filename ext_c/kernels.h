@@ -67,7 +67,20 @@ enum {
     X(void, layer_norm_f32, (emb_i rows, emb_i n, const float *x, const float *w, const float *b, \
                              double eps, float *out)) \
     X(void, gelu_f32, (int form, emb_i n, const float *x, float *out)) \
-    X(void, bias_rows_f32, (emb_i rows, emb_i n, const float *bias, float *out))
+    X(void, bias_rows_f32, (emb_i rows, emb_i n, const float *bias, float *out)) \
+    EMB_GRAD_KERNELS(X)
+
+/* conv and pool gradients (k_conv_grad.c) and reductions over several dims (k_reduce.c) */
+#define EMB_GRAD_KERNELS(X) \
+    X(emb_i, conv_grad_work, (int dtype, const emb_i *p)) \
+    X(void, conv_grad_input, (int dtype, const emb_i *p, const void *g, const void *w, void *gx, emb_i b0, \
+                              emb_i b1, void *work)) \
+    X(void, conv_grad_weight, (int dtype, const emb_i *p, const void *x, const void *g, void *gw, emb_i b0, \
+                               emb_i b1, void *work)) \
+    X(void, pool2d_grad, (int op, int dtype, const emb_i *p, emb_i plane0, emb_i plane1, const void *x, \
+                          const void *g, void *gx, void *work)) \
+    X(int, reduce_dims, (int op, int dtype, int nd, const emb_i *shape, const emb_i *reduced, const void *x, \
+                         void *out, void *work))
 
 #define EMB_DECLARE(ret, name, params) ret EMB_FN(name) params;
 EMB_KERNELS(EMB_DECLARE)

@@ -10,6 +10,7 @@ import math
 
 import ember
 import ember.nn.functional as F
+from ember.composite import composite
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
@@ -272,33 +273,53 @@ def _crop(grad_padded, pads, size):
     return F.pad(grad_padded, (-pl, pl + w - fw, -pt, pt + h - fh))
 
 
-def conv_rule(x, w, stride, padding, dilation, groups, need_x=True, need_w=True):
-    one_d = len(x.shape) == 3
+def _as_2d_args(one_d, stride, padding, dilation):
     if one_d:
-        stride, dilation, padding = (1,) + tuple(stride), (1,) + tuple(dilation), ((0, 0),) + tuple(padding)
+        return (1,) + tuple(stride), ((0, 0),) + tuple(padding), (1,) + tuple(dilation)
+    return stride, padding, dilation
 
+
+@composite
+def conv_input_grad(g, weight, input_shape, stride, padding, dilation, groups):
+    """The gradient for the input of ``conv(x, weight, stride, padding, dilation, groups)`` (the
+    primitive's arguments: ``padding`` a (before, after) pair per dim) given the output's ``g``: a
+    transposed conv, cropped to ``input_shape``. A backend replaces it with a direct kernel through
+    the override hook (the C Cpu does: ``ember.nn.fused_c``)."""
+    one_d = len(input_shape) == 3
+    stride, padding, dilation = _as_2d_args(one_d, stride, padding, dilation)
+    gx = F.conv_transpose2d(_as_2d(g), _as_2d(weight), stride=stride, dilation=dilation, groups=groups)
+    gx = _crop(gx, padding, (1, input_shape[2]) if one_d else input_shape[2:])
+    return gx.squeeze(2) if one_d else gx
+
+
+@composite
+def conv_weight_grad(x, g, weight_shape, stride, padding, dilation, groups):
+    """The gradient for the weight (of ``weight_shape``) of ``conv(x, weight, ...)`` given the
+    output's ``g``: per group a conv of the padded input with ``g``, the batch as channels.
+    Replaceable as ``conv_input_grad`` is."""
+    one_d = len(x.shape) == 3
+    stride, padding, dilation = _as_2d_args(one_d, stride, padding, dilation)
+    x2, g2 = _as_2d(x), _as_2d(g)
+    (pt, pb), (pl, pr) = padding
+    xp = F.pad(x2, (pl, pr, pt, pb))
+    cg, og = x2.shape[1] // groups, weight_shape[0] // groups
+    kh, kw = (1,) + tuple(weight_shape[2:]) if one_d else weight_shape[2:]
+    parts = []
+    for k in range(groups):
+        xs = xp.narrow(1, k * cg, cg).transpose(0, 1)
+        gs = g2.narrow(1, k * og, og).transpose(0, 1)
+        gw = F.conv2d(xs, gs, stride=dilation, dilation=stride)
+        parts.append(gw.narrow(2, 0, kh).narrow(3, 0, kw).transpose(0, 1))
+    gw = ember.cat(parts, 0) if groups > 1 else parts[0]
+    return gw.squeeze(2) if one_d else gw
+
+
+def conv_rule(x, w, stride, padding, dilation, groups, need_x=True, need_w=True):
     def backward(g):
-        x2, w2, g2 = _as_2d(x), _as_2d(w), _as_2d(g)
-        gx = gw = None
-        if need_x:  # the first layer's input needs no gradient: skip the transposed conv
-            gx = F.conv_transpose2d(g2, w2, stride=stride, dilation=dilation, groups=groups)
-            gx = _crop(gx, padding, x2.shape[2:])
-            if one_d:
-                gx = gx.squeeze(2)
-        if not need_w:
-            return (gx, None)
-        (pt, pb), (pl, pr) = padding
-        xp = F.pad(x2, (pl, pr, pt, pb))
-        cg, og = x2.shape[1] // groups, w2.shape[0] // groups
-        kh, kw = w2.shape[2:]
-        parts = []
-        for k in range(groups):
-            xs = xp.narrow(1, k * cg, cg).transpose(0, 1)
-            gs = g2.narrow(1, k * og, og).transpose(0, 1)
-            gw = F.conv2d(xs, gs, stride=dilation, dilation=stride)
-            parts.append(gw.narrow(2, 0, kh).narrow(3, 0, kw).transpose(0, 1))
-        gw = ember.cat(parts, 0) if groups > 1 else parts[0]
-        return (gx, gw.squeeze(2) if one_d else gw)
+        # the first layer's input needs no gradient: skip its transposed conv
+        gx = conv_input_grad(g, w, x.shape, stride, padding, dilation, groups) if need_x else None
+        gw = conv_weight_grad(x, g, w.shape, stride, padding, dilation, groups) if need_w else None
+        return (gx, gw)
     return backward
 
 
@@ -314,31 +335,38 @@ def _windows(hp, wp, oh, ow, kernel, stride, dilation, device):
     return ember.tensor(flat, dtype=ember.int64, device=device)
 
 
-def pool_rule(op, x, y, kernel, stride, padding, dilation):
+@composite
+def pool_input_grad(g, x, op, kernel, stride, padding, dilation):
+    """The gradient for the input of ``pool(op, x, kernel, stride, padding, dilation)`` (the
+    primitive's arguments) given the output's ``g``: max sends each window's gradient to its first
+    max (argmax's pick: the first nan, else the first of equal values; a pad that wins drops it),
+    avg an equal share to every element. Gathers the windows, then scatter-adds; replaceable as
+    ``conv_input_grad`` is."""
     one_d = len(x.shape) == 3
     if one_d:
         kernel, stride = (1,) + tuple(kernel), (1,) + tuple(stride)
         dilation, padding = (1,) + tuple(dilation), ((0, 0),) + tuple(padding)
+    x2, g2 = _as_2d(x), _as_2d(g)
+    n, c, h, w = x2.shape
+    oh, ow = g2.shape[2:]
+    (pt, pb), (pl, pr) = padding
+    hp, wp = h + pt + pb, w + pl + pr
+    k = kernel[0] * kernel[1]
+    idx = _windows(hp, wp, oh, ow, tuple(kernel), tuple(stride), tuple(dilation), x.device)
+    idx = idx.reshape(1, 1, oh * ow, k).expand(n, c, oh * ow, k)
+    if op == "max":
+        xp = F.pad(x2, (pl, pr, pt, pb), value=float("-inf")).reshape(n, c, hp * wp)
+        vals = xp.gather(2, idx.reshape(n, c, oh * ow * k)).reshape(n, c, oh * ow, k)
+        pos = idx.gather(3, vals.argmax(3, keepdim=True)).reshape(n, c, oh * ow)
+        src = g2.reshape(n, c, oh * ow)
+    else:
+        pos = idx.reshape(n, c, oh * ow * k)
+        src = (g2 / k).reshape(n, c, oh * ow, 1).expand(n, c, oh * ow, k).reshape(n, c, oh * ow * k)
+    base = ember.zeros(n, c, hp * wp, dtype=g.dtype, device=g.device)
+    gp = base.scatter_add(2, pos, src).reshape(n, c, hp, wp)
+    gx = _crop(gp, padding, (h, w))
+    return gx.squeeze(2) if one_d else gx
 
-    def backward(g):
-        x2, g2 = _as_2d(x), _as_2d(g)
-        n, c, h, w = x2.shape
-        oh, ow = g2.shape[2:]
-        (pt, pb), (pl, pr) = padding
-        hp, wp = h + pt + pb, w + pl + pr
-        k = kernel[0] * kernel[1]
-        idx = _windows(hp, wp, oh, ow, tuple(kernel), tuple(stride), tuple(dilation), x.device)
-        idx = idx.reshape(1, 1, oh * ow, k).expand(n, c, oh * ow, k)
-        if op == "max":
-            xp = F.pad(x2, (pl, pr, pt, pb), value=float("-inf")).reshape(n, c, hp * wp)
-            vals = xp.gather(2, idx.reshape(n, c, oh * ow * k)).reshape(n, c, oh * ow, k)
-            pos = idx.gather(3, vals.argmax(3, keepdim=True)).reshape(n, c, oh * ow)
-            src = g2.reshape(n, c, oh * ow)
-        else:
-            pos = idx.reshape(n, c, oh * ow * k)
-            src = (g2 / k).reshape(n, c, oh * ow, 1).expand(n, c, oh * ow, k).reshape(n, c, oh * ow * k)
-        base = ember.zeros(n, c, hp * wp, dtype=g.dtype, device=g.device)
-        gp = base.scatter_add(2, pos, src).reshape(n, c, hp, wp)
-        gx = _crop(gp, padding, (h, w))
-        return (gx.squeeze(2) if one_d else gx,)
-    return backward
+
+def pool_rule(op, x, y, kernel, stride, padding, dilation):
+    return lambda g: (pool_input_grad(g, x, op, kernel, stride, padding, dilation),)

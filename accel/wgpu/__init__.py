@@ -9,5 +9,6 @@ the design: storage per dtype, the asynchronous queue, the buffer pool and the a
 from .device import Wgpu  # noqa: F401
 from .memory import OutOfMemoryError  # noqa: F401
 from . import optim as _optim  # noqa: F401  (registers the fused optimizer updates)
+from . import pool_grad  # noqa: F401  (registers Wgpu's pool_input_grad)
 
 __all__ = ["Wgpu", "OutOfMemoryError"]

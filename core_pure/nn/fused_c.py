@@ -1,5 +1,6 @@
 """The C-backed Cpu's fused composites: softmax, log_softmax, layer_norm, gelu, linear, relu,
-conv2d and the 2-d pools, each the common float32 case in one C call.
+conv2d and the 2-d pools, each the common float32 case in one C call; and the gradients of conv and
+pool and the reductions over several dims, float32 and float64.
 
 They are frontend code (they take a composite's arguments and build Tensors), so they live beside the
 composites of ``nn.functional`` rather than in the backend folder, which holds primitives and storage
@@ -216,9 +217,55 @@ def _avg_pool2d(x, kernel_size, stride=None, padding=0):
     return out if out is not None else COMPOSITES["avg_pool2d"](x, kernel_size, stride, padding)
 
 
+# -- the gradients of conv and pool (Autodiff's rules call these composites), reductions over several
+# dims: float32 and float64, one C call each (the device methods say None where they do not serve)
+
+def _on_c(*ts):
+    dt = ts[0].dtype
+    for t in ts:
+        if type(t) is not Tensor or type(t.device) is not CpuC or t.dtype is not dt:
+            return False
+    return dt is f32 or dt is dtypes.float64
+
+
+def _conv_input_grad(g, weight, input_shape, stride, padding, dilation, groups):
+    if _on_c(g, weight):
+        data = g.device.conv_input_grad(g._data, weight._data, tuple(input_shape), stride, padding, dilation,
+                                        groups)
+        if data is not None:
+            return Tensor(data, data.shape, g.dtype, g.device)
+    return COMPOSITES["conv_input_grad"](g, weight, input_shape, stride, padding, dilation, groups)
+
+
+def _conv_weight_grad(x, g, weight_shape, stride, padding, dilation, groups):
+    if _on_c(x, g):
+        data = g.device.conv_weight_grad(x._data, g._data, tuple(weight_shape), stride, padding, dilation, groups)
+        if data is not None:
+            return Tensor(data, data.shape, g.dtype, g.device)
+    return COMPOSITES["conv_weight_grad"](x, g, weight_shape, stride, padding, dilation, groups)
+
+
+def _pool_input_grad(g, x, op, kernel, stride, padding, dilation):
+    if _on_c(g, x):
+        data = g.device.pool_input_grad(op, x._data, g._data, kernel, stride, padding, dilation)
+        if data is not None:
+            return Tensor(data, x.shape, x.dtype, x.device)
+    return COMPOSITES["pool_input_grad"](g, x, op, kernel, stride, padding, dilation)
+
+
+def _reduce_dims(x, op, dims):
+    if _on_c(x):
+        data = x.device.reduce_dims(op, x._data, dims)
+        if data is not None:
+            return Tensor(data, data.shape, x.dtype, x.device)
+    return COMPOSITES["reduce_dims"](x, op, dims)
+
+
 FUSED = {
     "gelu": _gelu, "softmax": _softmax, "log_softmax": _log_softmax, "layer_norm": _layer_norm,
     "linear": _linear, "relu": _relu, "conv2d": _conv2d, "max_pool2d": _max_pool2d, "avg_pool2d": _avg_pool2d,
+    "conv_input_grad": _conv_input_grad, "conv_weight_grad": _conv_weight_grad,
+    "pool_input_grad": _pool_input_grad, "reduce_dims": _reduce_dims,
 }
 
 

@@ -381,6 +381,62 @@ class CpuC(Cpu):
             return self.from_list(out.tolist(), shape, dtype)
         return _result(out, tuple(shape), dtype)
 
+    # conv and pool gradients, reductions over several dims: not primitives; ember.nn.fused_c
+    # serves the composites conv_input_grad, conv_weight_grad, pool_input_grad and reduce_dims with
+    # them. Each returns None where no kernel serves (another dtype), and the composite body runs.
+    def conv_input_grad(self, g, w, x_shape, stride, padding, dilation, groups):
+        """The gradient of ``conv(x, w, ...)`` for ``x`` (an array of ``x_shape``) from the output's ``g``."""
+        if w.dtype is not g.dtype:
+            return None
+        params = _conv_params(x_shape, w.shape[2:], stride, padding, dilation, groups, w.shape[0])
+        return _conv_grad(_lib.emb_conv2d_grad_input, params, g, w, x_shape)
+
+    def conv_weight_grad(self, x, g, w_shape, stride, padding, dilation, groups):
+        """The gradient of ``conv(x, w, ...)`` for ``w`` (an array of ``w_shape``) from the output's ``g``."""
+        if x.dtype is not g.dtype:
+            return None
+        params = _conv_params(x.shape, w_shape[2:], stride, padding, dilation, groups, w_shape[0])
+        return _conv_grad(_lib.emb_conv2d_grad_weight, params, x, g, w_shape)
+
+    def pool_input_grad(self, op, x, g, kernel, stride, padding, dilation):
+        """The gradient of ``pool(op, x, ...)`` for ``x`` from the output's ``g``: for max, each
+        window's gradient goes to its first max (or first nan), as the composite's argmax picks."""
+        dtype = x.dtype
+        if (dtype is not f32 and dtype is not f64) or g.dtype is not dtype:
+            return None
+        params, out_shape = _conv_params(x.shape, kernel, stride, padding, dilation, 1, 0)
+        n = numel(x.shape)
+        out = _fresh(_CODES[dtype], n)
+        if n:
+            xs, gs = _contig(x), _contig(g)
+            p, p_addr = _q(params)
+            if _lib.emb_pool2d_grad(_lib.EMB_P_MAX if op == "max" else _lib.EMB_P_AVG, _DT[dtype], p_addr,
+                                    xs.buffer_info()[0], gs.buffer_info()[0], out.buffer_info()[0],
+                                    _threads()) < 0:
+                raise MemoryError("pool: the C kernels could not allocate their workspace")
+        return CpuArray(out, x.shape, dtype)
+
+    def reduce_dims(self, op, a, dims):
+        """``reduce(op, a, d)`` for every d of ``dims`` in one pass (those dims kept with size 1),
+        or None: sum, max and min of float32 and float64. Sums round once."""
+        dtype = a.dtype
+        if (dtype is not f32 and dtype is not f64) or op not in ("sum", "max", "min") or len(a.shape) > 16:
+            return None
+        shape = a.shape
+        out_shape = tuple(1 if d in dims else s for d, s in enumerate(shape))
+        if op != "sum" and not numel(shape):
+            return None
+        xs = _contig(a)
+        out = _fresh(_CODES[dtype], numel(out_shape))
+        sh, sh_addr = _q(shape)
+        red, red_addr = _q([1 if d in dims else 0 for d in range(len(shape))])
+        rc = _lib.emb_reduce_dims(_REDUCE[op], _DT[dtype], len(shape), sh_addr, red_addr, xs.buffer_info()[0],
+                                  out.buffer_info()[0])
+        if rc == -2:
+            raise MemoryError("%s: the C kernels could not allocate their workspace" % op)
+        if rc < 0:
+            return None
+        return CpuArray(out, out_shape, dtype)
 
 _INT64_LO, _INT64_END = -(1 << 63), 1 << 63
 
@@ -421,6 +477,25 @@ def draw(kind, n, dt, generator, params, out):
 
 def _contig_view(a):
     return a if a.strides is None else CpuArray(_contig(a), a.shape, a.dtype)
+
+
+def _conv_grad(kernel, params, a, b, shape):
+    """A conv gradient of ``shape`` from ``kernel(dtype, params, a, b, out, threads)`` (float32 and
+    float64; None for others); zeros where the conv's output is empty."""
+    dtype = a.dtype
+    if dtype is not f32 and dtype is not f64:
+        return None
+    block, out_shape = params
+    n = numel(shape)
+    out = _fresh(_CODES[dtype], n)
+    if n and numel(out_shape):
+        p, p_addr = _q(block)
+        sa, sb = _contig(a), _contig(b)  # held while C reads them
+        if kernel(_DT[dtype], p_addr, sa.buffer_info()[0], sb.buffer_info()[0], out.buffer_info()[0], _threads()) < 0:
+            raise MemoryError("conv: the C kernels could not allocate their workspace")
+    elif n:
+        out = array(out.typecode, bytes(out.itemsize * n))
+    return CpuArray(out, tuple(shape), dtype)
 
 
 def _conv_params(shape, kernel, stride, padding, dilation, groups, out_channels):
