@@ -25,8 +25,9 @@ try:  # the raw C entry points: a third of the cost of wgpu-py's checked wrapper
     _SET_BIND_GROUP = _lib.wgpuComputePassEncoderSetBindGroup
     _SET_PIPELINE = _lib.wgpuComputePassEncoderSetPipeline
     _DISPATCH = _lib.wgpuComputePassEncoderDispatchWorkgroups
+    COPY = _lib.wgpuCommandEncoderCopyBufferToBuffer  # a captured step's copies (accel/capture)
 except (ImportError, AttributeError):  # another wgpu-py layout: the public API
-    _ffi = _native = None
+    _ffi = _native = COPY = None
 
 PARAM_BYTES = 256  # one dispatch's parameter block: 64 u32 words
 PARAM_WORDS = PARAM_BYTES // 4
