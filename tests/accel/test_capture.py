@@ -271,3 +271,17 @@ def test_dropout_draws_fresh_masks_on_every_replay(inner):
     assert g1.get_state() == g2.get_state()
     assert len(set(losses[3:])) == len(losses[3:])  # new masks, new losses
     assert step.stats["replayed"] >= 3 and not step.refused, (step.stats, step.refused)
+
+
+def test_a_fusion_chain_falls_back():
+    # Fusion runs its generated kernels below the primitives a trace sees: the step runs eagerly
+    from ember.accel.fusion import Fusion
+    inner = Fusion(ember.Cpu())
+    (m1, o1), (m2, o2) = _pair(inner, MLP)
+    x, y = _data(Autodiff(inner), (4, 12))
+    step = compile(_step)
+    caught = _refused(step, m2, o2, x, y)
+    assert len(caught) == 1 and step.stats["replayed"] == 0
+    for _ in range(4):
+        _step(m1, o1, x, y)
+    assert _weights(m1) == _weights(m2)
