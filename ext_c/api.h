@@ -67,3 +67,9 @@ int emb_conv2d_grad_input(int dtype, uintptr_t params, uintptr_t g, uintptr_t w,
 int emb_conv2d_grad_weight(int dtype, uintptr_t params, uintptr_t x, uintptr_t g, uintptr_t gw, int nthreads);
 int emb_pool2d_grad(int op, int dtype, uintptr_t params, uintptr_t x, uintptr_t g, uintptr_t gx, int nthreads);
 int emb_reduce_dims(int op, int dtype, int nd, uintptr_t shape, uintptr_t reduced, uintptr_t x, uintptr_t out);
+
+/* A captured step's kernel calls, replayed from one loop (plan.c, accel/capture/lower_c.py): call i
+   is kernel kinds[i] (EMB_PLAN_*) with the int64 arguments args[offs[i]...] in its declared order;
+   rets[i] is the status its recording returned (0 for a void kernel). Returns -1 when every call
+   gave its recorded status, else the index of the first that did not (later calls did not run). */
+int64_t emb_run_plan(int64_t n, uintptr_t kinds, uintptr_t offs, uintptr_t args, uintptr_t rets);

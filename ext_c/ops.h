@@ -87,3 +87,25 @@
 #define EMB_ISA_BASE 0
 #define EMB_ISA_AVX2 1
 #define EMB_ISA_AVX512 2
+
+/* kernels a captured step's plan calls from one loop (emb_run_plan, plan.c) */
+#define EMB_PLAN_COPY_ND 0
+#define EMB_PLAN_CAST 1
+#define EMB_PLAN_UNARY 2
+#define EMB_PLAN_BINARY 3
+#define EMB_PLAN_BINARY1 4
+#define EMB_PLAN_WHERE 5
+#define EMB_PLAN_REDUCE 6
+#define EMB_PLAN_MATMUL 7
+#define EMB_PLAN_CONV2D 8
+#define EMB_PLAN_POOL2D 9
+#define EMB_PLAN_GATHER 10
+#define EMB_PLAN_SCATTER 11
+#define EMB_PLAN_GELU_F32 12
+#define EMB_PLAN_SOFTMAX_F32 13
+#define EMB_PLAN_BIAS_ROWS_F32 14
+#define EMB_PLAN_OPTIM_STEP 15
+#define EMB_PLAN_CONV2D_GRAD_INPUT 16
+#define EMB_PLAN_CONV2D_GRAD_WEIGHT 17
+#define EMB_PLAN_POOL2D_GRAD 18
+#define EMB_PLAN_REDUCE_DIMS 19

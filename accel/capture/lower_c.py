@@ -9,6 +9,9 @@ per buffer the recording made, reused by every replay, so the kernels write wher
 before). An entry that did other work (a pure-Python kernel, a bool list, an array made outside
 the pool) is called as in the generic plan; its results' buffers are patched like inputs.
 
+Runs of kernel calls go to C at once: ``emb_run_plan`` (``ext_c/plan.c``) calls them from one loop
+over their prepared int64 arguments, the few that change patched in place per replay.
+
 Replays check each kernel's status against the recording's (an out-of-range index) and the
 layout of every input; a difference raises ``ReplayError`` and the step runs eagerly instead.
 Results that live in a buffer the plan owns are copied out, so a tensor the step returned is never
@@ -190,6 +193,45 @@ class _Buffer:
         self.entry = entry
 
 
+def _segments(steps):
+    """The plan's steps with each run of kernel calls that ``emb_run_plan`` knows as one step: the calls'
+    int64 arguments in one array, patched in place per replay (view steps inside a run move after it:
+    they only wrap buffers)."""
+    lib = ckernels.native()[0]
+    run = getattr(lib, "emb_run_plan", None)
+    if run is None:
+        return steps
+    out, calls, views = [], [], []
+
+    def close():
+        if calls:
+            kinds, offs, args, rets = array("q"), array("q"), array("q"), array("q")
+            patches, rows, names = [], [], []
+            for _, fn, a, p, ret, name, r, code in calls:
+                offs.append(len(args))
+                kinds.append(code)
+                rets.append(0 if ret is None else ret)
+                patches += [(len(args) + pos, b, off) for pos, b, off in p]
+                rows += r
+                args.extend(a)
+                names.append(name)
+            out.append((3, len(calls), run, (kinds, offs, args, rets), tuple(patches), tuple(rows), names))
+        out.extend(views)
+        del calls[:], views[:]
+
+    for step in steps:
+        code = getattr(lib, "EMB_PLAN_" + step[5][4:].upper(), None) if step[0] == 0 else None
+        if code is not None:
+            calls.append(step + (code,))
+        elif step[0] == 1 and calls:
+            views.append(step)
+        else:
+            close()
+            out.append(step)
+    close()
+    return out
+
+
 def _layout(a):
     d = a.data
     return (type(d), getattr(d, "typecode", None), len(d), a.shape, a.strides, a.offset)
@@ -350,6 +392,7 @@ class LoweredPlan:
                     if b is not None and b.kind == "result" and b.slot == s:
                         results.append((s, b.n, _layout(trace.arrays[s])))
                 self.steps.append((2, fn, e, tuple(results)))
+        self.steps = _segments(self.steps)
         self.outputs = []
         for s in plan.outputs:
             a = trace.arrays[s]
@@ -397,6 +440,16 @@ class LoweredPlan:
                     table[k] = addr[n] + off
                 if fn(*args) != ret:
                     raise ReplayError("%s reported what its recording did not" % name)
+            elif kind == 3:  # a run of kernel calls: one C loop
+                _, n, run, arrays, patches, rows, names = step
+                args = arrays[2]
+                for i, b, off in patches:
+                    args[i] = addr[b] + off
+                for table, k, b, off in rows:
+                    table[k] = addr[b] + off
+                bad = run(n, *[a.buffer_info()[0] for a in arrays])
+                if bad != -1:
+                    raise ReplayError("%s reported what its recording did not" % names[bad])
             elif kind == 1:
                 _, s, made = step
                 if type(made) is tuple:

@@ -85,6 +85,9 @@ def test_replay_equals_eager(inner, make, shape):
     assert step.stats["replayed"] >= 3, step.stats
     if getattr(inner, "kernels", None) == "c" or type(inner).__name__ == "Wgpu":
         assert step.lowering == "lowered"
+    if getattr(inner, "kernels", None) == "c":  # runs of kernel calls go to C's loop at once
+        (rec,) = step._plans.values()
+        assert any(s[0] == 3 for s in rec.lowered.steps)
 
 
 def test_closure_step_and_new_batch_size_re_records():
