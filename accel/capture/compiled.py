@@ -22,7 +22,7 @@ from ember.backend import chain, unwrap_to
 
 from . import state as _state
 from .plan import Plan
-from .trace import Slot, Trace, TensorSlot
+from .trace import Trace
 
 MAX_PLANS = 8  # per compiled function; the oldest key is dropped beyond this
 

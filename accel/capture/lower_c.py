@@ -25,7 +25,6 @@ from ember.backends.cpu import ckernels, cstorage, pool
 from ember.backends.cpu.array import CpuArray
 
 from .plan import _resolve, _store, slots_in
-from .trace import Slot, TensorSlot
 
 
 class ReplayError(Exception):
