@@ -688,19 +688,26 @@ static void pool_task(void *ptr, int tid, int nt)
         TABLE()->pool2d(c->op, c->dtype, c->p, lo, hi, c->x, c->out);
 }
 
+/* threads for a pooling pass (forward or gradient): by its window work, at most one per plane */
+static int pool_threads(const emb_i *p, int nthreads)
+{
+    double work = (double)p[EMB_CV_N] * p[EMB_CV_C] * p[EMB_CV_OH] * p[EMB_CV_OW] * p[EMB_CV_KH] * p[EMB_CV_KW];
+    int nt = threads_for(nthreads, work, 1 << 18);
+    if (nt > p[EMB_CV_N] * p[EMB_CV_C])
+        nt = (int)EMB_MAX_(1, p[EMB_CV_N] * p[EMB_CV_C]);
+    return nt;
+}
+
 void emb_pool2d(int op, int dtype, uintptr_t params, uintptr_t x, uintptr_t out, int nthreads)
 {
     pool_ctx c;
     const emb_i *p = (const emb_i *)params;
-    double work = (double)p[EMB_CV_N] * p[EMB_CV_C] * p[EMB_CV_OH] * p[EMB_CV_OW] * p[EMB_CV_KH] * p[EMB_CV_KW];
-    int nt = threads_for(nthreads, work, 1 << 18);
+    int nt = pool_threads(p, nthreads);
     c.op = op;
     c.dtype = dtype;
     c.p = p;
     c.x = (const void *)x;
     c.out = (void *)out;
-    if (nt > p[EMB_CV_N] * p[EMB_CV_C])
-        nt = (int)(p[EMB_CV_N] * p[EMB_CV_C]);
     parallel(nt, pool_task, &c);
 }
 
@@ -964,8 +971,7 @@ int emb_pool2d_grad(int op, int dtype, uintptr_t params, uintptr_t x, uintptr_t 
 {
     grad_ctx c;
     const emb_i *p = (const emb_i *)params;
-    double work = (double)p[EMB_CV_N] * p[EMB_CV_C] * p[EMB_CV_OH] * p[EMB_CV_OW] * p[EMB_CV_KH] * p[EMB_CV_KW];
-    int nt = threads_for(nthreads, work, 1 << 18);
+    int nt = pool_threads(p, nthreads);
     c.op = op;
     c.dtype = dtype;
     c.p = p;
@@ -973,8 +979,6 @@ int emb_pool2d_grad(int op, int dtype, uintptr_t params, uintptr_t x, uintptr_t 
     c.b = (const void *)g;
     c.out = (void *)gx;
     c.rc = 0;
-    if (nt > p[EMB_CV_N] * p[EMB_CV_C])
-        nt = (int)EMB_MAX_(1, p[EMB_CV_N] * p[EMB_CV_C]);
     parallel(nt, pool_grad_task, &c);
     return c.rc;
 }

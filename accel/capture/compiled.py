@@ -21,7 +21,7 @@ import ember
 from ember.backend import chain, unwrap_to
 
 from . import state as _state
-from .plan import Plan
+from .plan import Plan, leaves
 from .trace import Trace
 
 MAX_PLANS = 8  # per compiled function; the oldest key is dropped beyond this
@@ -159,7 +159,7 @@ class Compiled:
         finally:
             trace.stop()
         self.stats["recorded"] += 1
-        rec, why = self._build(trace, ins, result, before)
+        rec, why = self._build(trace, ins, arrays, result, before)
         if rec is None:
             self._refuse(key, why)
             return result
@@ -168,7 +168,7 @@ class Compiled:
         self._plans[key] = rec
         return result
 
-    def _build(self, trace, ins, result, before):
+    def _build(self, trace, ins, arrays, result, before):
         if trace.refused:
             return None, trace.refused
         base = trace.base
@@ -221,11 +221,8 @@ class Compiled:
                 deltas.append((k, d))
         if bad:
             return None, bad[0]
-        outs = []
-        _leaves(res, outs)
-        outs += [o for _, _, o in state_out]
+        outs = [o for o in leaves(res) if type(o) is OutTensor] + [o for _, _, o in state_out]
         plan = Plan(trace, [o.i for o in outs])
-        arrays = base_arrays(ins.tensors)
         why = self._check(plan, trace, arrays, outs)
         if why:
             return None, why
@@ -302,16 +299,6 @@ def _build(v, slots, base):
     return v
 
 
-def _leaves(v, out):
-    t = type(v)
-    if t is OutTensor:
-        out.append(v)
-    elif t is tuple or t is list:
-        for x in v:
-            _leaves(x, out)
-    elif t is dict:
-        for x in v.values():
-            _leaves(x, out)
 
 
 def compile(fn=None, *, lower=True):

@@ -72,13 +72,13 @@ class CRecorder:
                 if v is lib:
                     new = proxy
                 elif v is fresh:
-                    new = self._fresh(fresh)
+                    new = self._noting(fresh, "buffer")
                 elif v is q:
-                    new = self._q(q)
+                    new = self._noting(q, "argument", lambda r: r[0])
                 elif v is scalar:
-                    new = self._scalar(scalar)
+                    new = self._noting(scalar, "argument")
                 elif v is table:
-                    new = self._table(table)
+                    new = self._noting(table, "table")
                 elif type(v) is type(lib.emb_isa) and id(v) in fns:
                     new = self.wrapper(fns[id(v)])
                 else:
@@ -131,39 +131,17 @@ class CRecorder:
             if type(d) is array:
                 yield d
 
-    def _fresh(self, fresh):
-        def recorded(code, n):
-            arr = fresh(code, n)
+    def _noting(self, make, kind, array_of=lambda r: r):
+        """``make`` (pool.fresh, cstorage.q, cstorage.scalar, cstorage.pointer_table) noting the array
+        it makes as one of the recording thread's, with the entry it belongs to."""
+        def recorded(*args):
+            r = make(*args)
             if _thread_id() == self.trace.thread:
-                self.made.append((len(self.trace.entries), arr, "buffer"))
-            return arr
-        return recorded
-
-    def _q(self, q):
-        def recorded(values):
-            arr, addr = q(values)
-            if _thread_id() == self.trace.thread:
-                self.made.append((len(self.trace.entries), arr, "argument"))
-            return arr, addr
-        return recorded
-
-
-    def _table(self, table):
-        def recorded(addresses):
-            arr = table(addresses)
-            if _thread_id() == self.trace.thread:
-                # each entry named now, while what it points into is alive
-                self.tables[id(arr)] = [self.owner(p) if p else None for p in addresses]
-                self.made.append((len(self.trace.entries), arr, "table"))
-            return arr
-        return recorded
-
-    def _scalar(self, scalar):
-        def recorded(code, value):
-            arr = scalar(code, value)
-            if _thread_id() == self.trace.thread:
-                self.made.append((len(self.trace.entries), arr, "argument"))
-            return arr
+                arr = array_of(r)
+                if kind == "table":  # each entry named now, while what it points into is alive
+                    self.tables[id(arr)] = [self.owner(p) if p else None for p in args[0]]
+                self.made.append((len(self.trace.entries), arr, kind))
+            return r
         return recorded
 
 

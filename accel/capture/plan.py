@@ -34,17 +34,24 @@ def _store(out, r, slots):
             _store(o, x, slots)
 
 
-def slots_in(v, out):
-    """Add the slots an argument template names to the set ``out``."""
+def leaves(v):
+    """The leaves of a template: what its tuples, lists and dicts hold, depth first."""
     t = type(v)
-    if t is Slot or t is TensorSlot:
-        out.add(v.i)
-    elif t is tuple or t is list:
+    if t is tuple or t is list:
         for x in v:
-            slots_in(x, out)
+            yield from leaves(x)
     elif t is dict:
         for x in v.values():
-            slots_in(x, out)
+            yield from leaves(x)
+    else:
+        yield v
+
+
+def slots_in(v, out):
+    """Add the slots an argument template names to the set ``out``."""
+    for x in leaves(v):
+        if type(x) is Slot or type(x) is TensorSlot:
+            out.add(x.i)
 
 
 def live_entries(entries, outputs):

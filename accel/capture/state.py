@@ -14,6 +14,8 @@ import ember
 from ember.nn import Module
 from ember.nn.module import Param
 
+from ember.accel.optim import Optimizer
+
 _PLAIN = (int, float, bool, str, type(None))
 
 
@@ -114,7 +116,6 @@ class Inputs:
 
 
 def _is_optimizer(v):
-    from ember.accel.optim import Optimizer
     return isinstance(v, Optimizer)
 
 
@@ -122,21 +123,21 @@ def _free(fn):
     """The values ``fn`` reads from its closure and by global name: tensors, modules, optimizers and
     plain values it did not receive as arguments (a step written as a closure over its model)."""
     out = []
-    code = getattr(fn, "__code__", None)
-    for cell in getattr(fn, "__closure__", None) or ():
+    for cell in getattr(fn, "__closure__", None) or ():  # containers too: a closure's own data
         try:
-            out.append(cell.cell_contents)
+            v = cell.cell_contents
         except ValueError:  # an empty cell
-            pass
-    g = getattr(fn, "__globals__", None)
+            continue
+        if _step_state(v) or type(v) in (tuple, list, dict):
+            out.append(v)
+    code, g = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
     if code is not None and g is not None:
-        for name in code.co_names:
-            if name in g:
-                v = g[name]
-                if type(v) in _PLAIN or type(v) is ember.Tensor or isinstance(v, Module) or _is_optimizer(v):
-                    out.append(v)
-    return [v for v in out if type(v) in _PLAIN or type(v) in (ember.Tensor, tuple, list, dict)
-            or isinstance(v, Module) or _is_optimizer(v)]
+        out += [g[name] for name in code.co_names if name in g and _step_state(g[name])]
+    return out
+
+
+def _step_state(v):
+    return type(v) in _PLAIN or type(v) is ember.Tensor or isinstance(v, Module) or _is_optimizer(v)
 
 
 def collect(args, kwargs, fn=None):

@@ -40,17 +40,18 @@ def current():
     return _active[-1] if _active else None
 
 
+_DEVICE_CODE = ("/capture/", "/backends/", "/autodiff/", "/fusion/", "/numpy/", "/wgpu/")
+
+
 def _where():
-    """ ``(at file:line)`` of the innermost frame outside this package, for the refusal message."""
+    """`` (at file:line)`` of the innermost frame above the device code (this package, the backends,
+    the decorators), for the refusal message; a read through ``Tensor.item`` names its caller."""
     import sys
-    f = sys._getframe(1) if hasattr(sys, "_getframe") else None
-    while f is not None and "/capture/" in f.f_code.co_filename:
-        f = f.f_back
-    while f is not None and ("/backends/" in f.f_code.co_filename or "/accel/" in f.f_code.co_filename
-                             and "/capture/" not in f.f_code.co_filename and "/optim/" not in f.f_code.co_filename):
+    f = sys._getframe(1)
+    while f is not None and any(d in f.f_code.co_filename for d in _DEVICE_CODE):
         f = f.f_back
     if f is not None and f.f_code.co_filename.endswith("/tensor.py"):
-        f = f.f_back  # .item() and .tolist(): name their caller
+        f = f.f_back
     return "" if f is None else " (at %s:%d)" % (f.f_code.co_filename, f.f_lineno)
 
 
