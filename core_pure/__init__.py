@@ -4,7 +4,7 @@
 >>> x = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
 >>> (x @ x).sum()
 """
-from .dtypes import (bool_, int8, int32, int64, float16, bfloat16, float32, float64, DType)
+from .dtypes import (bool_, int8, uint8, int32, int64, float16, bfloat16, float32, float64, DType)
 from .errors import (EmberError, ShapeError, DTypeError, DeviceError, IndexOutOfRange, ArgumentError,
                      ArgumentTypeError, RecordError, OutOfMemoryError, DeployError)
 from .tensor import Tensor
@@ -22,5 +22,19 @@ from .reduction import sort, argsort, topk, unique, cumsum, cumprod, logsumexp
 from .linalg import matmul
 
 bool = bool_  # noqa: A001  (ember.bool reads like torch.bool; the builtin stays reachable as builtins.bool)
+# PyTorch's other dtype aliases (torch.float is float32, ...); the builtins stay reachable as builtins.X
+float, double, half, int, long = float32, float64, float16, int32, int64  # noqa: A001
+
+
+def __getattr__(name):
+    """PyTorch's top-level forms of Tensor methods (``ember.abs``, ``ember.add``...), loaded on first use
+    from ``ember.functional`` so that ``import ember`` stays small on a board."""
+    if name.startswith("__") or name == "functional":  # (the import below asks for "functional" first)
+        raise AttributeError("module 'ember' has no attribute %r" % (name,))
+    from . import functional
+    try:
+        return getattr(functional, name)
+    except AttributeError:
+        raise AttributeError("module 'ember' has no attribute %r" % (name,)) from None
 
 __version__ = "0.1.0"

@@ -12,13 +12,16 @@ from .errors import DTypeError
 class DType:
     __slots__ = ("name", "kind", "bits", "rank", "code", "lo", "hi")
 
-    def __init__(self, name, kind, bits, rank, code):
+    def __init__(self, name, kind, bits, rank, code, signed=True):
         self.name = name
         self.kind = kind
         self.bits = bits
         self.rank = rank
         self.code = code  # struct format character ("" where struct has none)
-        if kind == "i":
+        if kind == "i" and not signed:
+            self.lo = 0
+            self.hi = (1 << bits) - 1
+        elif kind == "i":
             self.lo = -(1 << (bits - 1))
             self.hi = (1 << (bits - 1)) - 1
         else:
@@ -38,6 +41,7 @@ class DType:
 
 bool_ = DType("bool", "b", 8, 0, "B")  # "B": MicroPython's struct has no "?"
 int8 = DType("int8", "i", 8, 1, "b")
+uint8 = DType("uint8", "i", 8, 2, "B", signed=False)  # an integer kind whose values are 0..255
 int32 = DType("int32", "i", 32, 3, "i")
 int64 = DType("int64", "i", 64, 4, "q")
 float16 = DType("float16", "f", 16, 1, "e")
@@ -45,7 +49,7 @@ bfloat16 = DType("bfloat16", "f", 16, 2, "")
 float32 = DType("float32", "f", 32, 3, "f")
 float64 = DType("float64", "f", 64, 4, "d")
 
-ALL = (bool_, int8, int32, int64, float16, bfloat16, float32, float64)
+ALL = (bool_, int8, uint8, int32, int64, float16, bfloat16, float32, float64)
 _BY_NAME = {}
 for _d in ALL:
     _BY_NAME[_d.name] = _d
@@ -54,6 +58,29 @@ _BY_NAME["int"] = int64
 _BY_NAME["long"] = int64
 _BY_NAME["half"] = float16
 _BY_NAME["double"] = float64
+
+# PyTorch's legacy tensor type names (``x.type()``): "FloatTensor" is float32, and so on
+_TYPE_NAMES = (("Bool", "bool"), ("Char", "int8"), ("Byte", "uint8"), ("Int", "int32"), ("Long", "int64"),
+               ("Half", "float16"), ("BFloat16", "bfloat16"), ("Float", "float32"), ("Double", "float64"))
+
+
+def tensor_type_name(dtype):
+    """PyTorch's name of the tensor type of ``dtype``: ``"FloatTensor"`` for float32."""
+    for prefix, name in _TYPE_NAMES:
+        if name == dtype.name:
+            return prefix + "Tensor"
+    raise DTypeError("type: %s has no tensor type name" % dtype.name)
+
+
+def from_tensor_type_name(text):
+    """The dtype of a tensor type name (``"torch.LongTensor"``, ``"ember.FloatTensor"``, ``"LongTensor"``)."""
+    short = text.rsplit(".", 1)[-1]
+    for prefix, name in _TYPE_NAMES:
+        if prefix + "Tensor" == short:
+            return _BY_NAME[name]
+    raise DTypeError("type: expected an ember dtype or a tensor type name such as 'torch.FloatTensor', found %r"
+                     % (text,))
+
 
 default_float = float32
 default_int = int64
@@ -83,6 +110,8 @@ def promote(a, b):
         return a if order.index(a.kind) > order.index(b.kind) else b
     if a.kind == "f" and {a.name, b.name} == {"float16", "bfloat16"}:
         return float32  # neither holds the other
+    if a.kind == "i" and {a.name, b.name} == {"int8", "uint8"}:
+        return int32  # neither holds the other (PyTorch gives int16, which ember lacks)
     return a if a.rank >= b.rank else b
 
 

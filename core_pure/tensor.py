@@ -192,6 +192,15 @@ class Tensor:
     def bool(self):
         return self.to(dtypes.bool_)
 
+    def type(self, dtype=None):
+        """Without ``dtype`` the type name (``"ember.FloatTensor"``, PyTorch's names); else ``to(dtype)``,
+        where ``dtype`` may also be such a name (``"torch.LongTensor"``)."""
+        if dtype is None:
+            return "ember." + dtypes.tensor_type_name(self.dtype)
+        if type(dtype) is str and dtype.endswith("Tensor"):
+            dtype = dtypes.from_tensor_type_name(dtype)
+        return self.to(dtypes.get(dtype, "type"))
+
     # -- arithmetic -----------------------------------------------------------------------------
     def __add__(self, o):
         return binary("add", self, o)
@@ -469,6 +478,90 @@ class Tensor:
 
     def isnan(self):
         return unary("isnan", self)
+
+    # -- composed elementwise functions (ember.special, loaded on first use) ----------------------
+    def asinh(self):
+        """Inverse hyperbolic sine, elementwise."""
+        from . import special
+        return special.asinh(self)
+
+    def acosh(self):
+        """Inverse hyperbolic cosine, elementwise (nan below 1)."""
+        from . import special
+        return special.acosh(self)
+
+    def atanh(self):
+        """Inverse hyperbolic tangent, elementwise (±inf at ±1, nan beyond)."""
+        from . import special
+        return special.atanh(self)
+
+    def log2(self):
+        """Base-2 logarithm, elementwise."""
+        from . import special
+        return special.log2(self)
+
+    def log10(self):
+        """Base-10 logarithm, elementwise."""
+        from . import special
+        return special.log10(self)
+
+    def exp2(self):
+        """2 to the power of each element."""
+        from . import special
+        return special.exp2(self)
+
+    def logaddexp(self, other):
+        """log(exp(self) + exp(other)), elementwise, without overflow."""
+        from . import special
+        return special.logaddexp(self, other)
+
+    def logaddexp2(self, other):
+        """log2(2**self + 2**other), elementwise, without overflow."""
+        from . import special
+        return special.logaddexp2(self, other)
+
+    def copysign(self, other):
+        """|self| with the sign of ``other``, elementwise (a float result)."""
+        from . import special
+        return special.copysign(self, other)
+
+    def fmod(self, other):
+        """C's remainder: the result has the sign of ``self`` (``remainder`` takes the divisor's)."""
+        from . import special
+        return special.fmod(self, other)
+
+    def lerp(self, end, weight):
+        """self + weight · (end - self); ``weight`` a number or a tensor."""
+        from . import special
+        return special.lerp(self, end, weight)
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """Where |self - other| <= atol + rtol · |other| (bool)."""
+        from . import special
+        return special.isclose(self, other, rtol, atol, equal_nan)
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """Whether every element is close to ``other`` (see ``isclose``); a Python bool."""
+        from . import special
+        return special.allclose(self, other, rtol, atol, equal_nan)
+
+    def bitwise_left_shift(self, other):
+        """self << other, elementwise, for bool and integer tensors."""
+        return binary("lshift", self, other)
+
+    def bitwise_right_shift(self, other):
+        """self >> other (arithmetic), elementwise, for bool and integer tensors."""
+        return binary("rshift", self, other)
+
+    def softmax(self, dim, dtype=None):
+        """softmax along ``dim``; ``dtype`` casts the input first (PyTorch's ``dtype=``)."""
+        from .nn import functional as F
+        return F.softmax(self if dtype is None else self.to(dtype), dim)
+
+    def log_softmax(self, dim, dtype=None):
+        """log_softmax along ``dim``; ``dtype`` casts the input first."""
+        from .nn import functional as F
+        return F.log_softmax(self if dtype is None else self.to(dtype), dim)
 
     def isinf(self):
         return unary("isinf", self)

@@ -53,6 +53,74 @@ def silu_backward(g, y, x):
     return (g * (s + x * s * (1 - s)),)
 
 
+def softplus_backward(g, y, x, beta=1.0, threshold=20.0):
+    """sigmoid(beta·x) where the softplus is computed, 1 where it is linear (beta·x > threshold)."""
+    xf = x if x.dtype.kind == "f" else x.float()
+    bx = xf * beta
+    return ((g * bx.sigmoid().where(bx <= threshold, 1.0)).to(x.dtype),)
+
+
+def _float_grad(g, x, slope):
+    """g · slope as a gradient of ``x`` (its dtype; None for an integer input, which takes none)."""
+    if not isinstance(x, ember.Tensor) or x.dtype.kind != "f":
+        return None
+    return _sum_to(g * slope, x.shape).to(x.dtype)
+
+
+def _sum_to(g, shape):
+    """``g`` summed over the dims broadcasting added to a tensor of ``shape``."""
+    if g.shape == shape:
+        return g
+    lead = len(g.shape) - len(shape)
+    dims = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
+    return g.sum(dims, keepdim=True).reshape(shape) if dims else g.reshape(shape)
+
+
+def _f(x):
+    return x if x.dtype.kind == "f" and x.dtype.bits >= 32 else x.float()
+
+
+def asinh_backward(g, y, x):
+    xf = _f(x)
+    return (_float_grad(g, x, (xf * xf + 1).rsqrt()),)
+
+
+def acosh_backward(g, y, x):
+    xf = _f(x)
+    return (_float_grad(g, x, ((xf - 1) * (xf + 1)).rsqrt()),)
+
+
+def atanh_backward(g, y, x):
+    xf = _f(x)
+    return (_float_grad(g, x, 1 / ((1 - xf) * (1 + xf))),)
+
+
+def _pair(a, b):
+    fa = _f(a) if isinstance(a, ember.Tensor) else a
+    fb = _f(b) if isinstance(b, ember.Tensor) else b
+    return fa, fb
+
+
+def logaddexp_backward(g, y, a, b):
+    """d/da log(e^a + e^b) = sigmoid(a - b): 1/2 each at a tie, as PyTorch gives."""
+    fa, fb = _pair(a, b)
+    s = (fa - fb).sigmoid() if isinstance(fa, ember.Tensor) else (-(fb - fa)).sigmoid()
+    return (_float_grad(g, a, s), _float_grad(g, b, 1 - s))
+
+
+def logaddexp2_backward(g, y, a, b):
+    fa, fb = _pair(a, b)
+    d = (fa - fb) if isinstance(fa, ember.Tensor) else -(fb - fa)
+    s = (d * 0.6931471805599453).sigmoid()
+    return (_float_grad(g, a, s), _float_grad(g, b, 1 - s))
+
+
+def fmod_backward(g, y, a, b):
+    """d/da fmod(a, b) = 1, d/db = -trunc(a / b), as PyTorch gives."""
+    fa, fb = _pair(a, b)
+    return (_float_grad(g, a, 1.0), _float_grad(g, b, -(fa / fb).trunc()) if isinstance(b, ember.Tensor) else None)
+
+
 def binary_cross_entropy_backward(g, out, p, t, weight=None, reduction="mean"):
     """PyTorch's rule: (p - t) / max(p(1 - p), eps), finite even where p is exactly 0 or 1."""
     scale = g if reduction == "none" else g.expand(p.shape)
@@ -186,6 +254,13 @@ BUILT_IN = {
     "gelu": gelu_backward,
     "silu": silu_backward,
     "relu": relu_backward,
+    "softplus": softplus_backward,
+    "asinh": asinh_backward,
+    "acosh": acosh_backward,
+    "atanh": atanh_backward,
+    "logaddexp": logaddexp_backward,
+    "logaddexp2": logaddexp2_backward,
+    "fmod": fmod_backward,
     "binary_cross_entropy": binary_cross_entropy_backward,
     "binary_cross_entropy_with_logits": bce_with_logits_backward,
     "cross_entropy": cross_entropy_backward,

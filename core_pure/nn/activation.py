@@ -43,6 +43,61 @@ class Hardsigmoid(_Activation):
     FN = staticmethod(F.hardsigmoid)
 
 
+class Softsign(_Activation):
+    """x / (1 + |x|)."""
+    FN = staticmethod(F.softsign)
+
+
+class SELU(_Activation):
+    """scale · elu(x, alpha) with PyTorch's fixed alpha and scale."""
+    FN = staticmethod(F.selu)
+
+
+class ReLU6(_Activation):
+    """min(max(0, x), 6)."""
+    FN = staticmethod(F.relu6)
+
+
+class LogSigmoid(_Activation):
+    """log(sigmoid(x)), computed without overflow."""
+    FN = staticmethod(F.logsigmoid)
+
+
+class CELU(Module):
+    """max(0, x) + min(0, alpha · (exp(x / alpha) - 1))."""
+
+    def __init__(self, alpha=1.0):
+        super().__init__()
+        if alpha == 0:
+            raise ArgumentError("CELU: alpha must not be 0, found %r" % (alpha,))
+        self.alpha = alpha
+
+    def forward(self, x):
+        checks.tensor(x, "CELU")
+        return F.celu(x, self.alpha)
+
+    def extra_repr(self):
+        return "alpha=%r" % (self.alpha,)
+
+
+class Hardtanh(Module):
+    """x clamped to [min_val, max_val]."""
+
+    def __init__(self, min_val=-1.0, max_val=1.0):
+        super().__init__()
+        if not min_val <= max_val:
+            raise ArgumentError("Hardtanh: expected min_val <= max_val, found %r and %r" % (min_val, max_val))
+        self.min_val = min_val
+        self.max_val = max_val
+
+    def forward(self, x):
+        checks.tensor(x, "Hardtanh")
+        return F.hardtanh(x, self.min_val, self.max_val)
+
+    def extra_repr(self):
+        return "min_val=%r, max_val=%r" % (self.min_val, self.max_val)
+
+
 class GELU(Module):
     """x · Φ(x); ``approximate="tanh"`` uses the tanh formula."""
 
@@ -123,6 +178,14 @@ class LogSoftmax(Softmax):
     def forward(self, x):
         checks.tensor(x, "LogSoftmax")
         return F.log_softmax(x, self.dim)
+
+
+class Softmin(Softmax):
+    """softmax(-x) along ``dim``."""
+
+    def forward(self, x):
+        checks.tensor(x, "Softmin")
+        return F.softmin(x, self.dim)
 
 
 _BY_NAME = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu, "sigmoid": F.sigmoid, "tanh": F.tanh}

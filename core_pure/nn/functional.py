@@ -243,12 +243,13 @@ def softplus(x, beta=1.0, threshold=20.0):
     """log(1 + exp(beta·x)) / beta, linear where beta·x > threshold (PyTorch's rule)."""
     x, dtype = _upcast(x)
     bx = x * beta
-    return _down(x.where(bx > threshold, bx.exp().log1p() / beta), dtype)
+    # the discarded branch sees at most the threshold: exp never overflows, so no gradient is nan
+    return _down(x.where(bx > threshold, bx.minimum(threshold).exp().log1p() / beta), dtype)
 
 
 @composite
 def elu(x, alpha=1.0):
-    return x.where(x > 0, x.expm1() * alpha)
+    return x.where(x > 0, x.minimum(0).expm1() * alpha)  # minimum: no inf in the discarded branch
 
 
 @composite
@@ -265,6 +266,82 @@ def hardsigmoid(x):
 @composite
 def hardswish(x):
     return x * (x + 3).clamp(0.0, 6.0) / 6
+
+
+@composite
+def softsign(x):
+    """x / (1 + |x|), elementwise."""
+    x, dtype = _upcast(_floating(x, "softsign"))
+    return _down(x / (x.abs() + 1), dtype)
+
+
+@composite
+def celu(x, alpha=1.0):
+    """max(0, x) + min(0, alpha · (exp(x / alpha) - 1)), elementwise."""
+    if alpha == 0:
+        raise ArgumentError("celu: alpha must not be 0, found %r" % (alpha,))
+    x, dtype = _upcast(_floating(x, "celu"))
+    return _down(x.where(x > 0, (x.minimum(0.0) / alpha).expm1() * alpha), dtype)
+
+
+_SELU_ALPHA = 1.6732632423543772
+_SELU_SCALE = 1.0507009873554805
+
+
+@composite
+def selu(x):
+    """scale · (max(0, x) + min(0, alpha · (exp(x) - 1))) with PyTorch's alpha and scale."""
+    x, dtype = _upcast(_floating(x, "selu"))
+    return _down(x.where(x > 0, x.minimum(0.0).expm1() * _SELU_ALPHA) * _SELU_SCALE, dtype)
+
+
+@composite
+def hardtanh(x, min_val=-1.0, max_val=1.0):
+    """x clamped to [min_val, max_val], elementwise."""
+    if type(x) is not Tensor:
+        raise ArgumentTypeError("hardtanh: expected a tensor, found %s" % type(x).__name__)
+    if not min_val <= max_val:
+        raise ArgumentError("hardtanh: expected min_val <= max_val, found %r and %r" % (min_val, max_val))
+    return x.clamp(min_val, max_val)
+
+
+@composite
+def relu6(x):
+    """min(max(0, x), 6), elementwise."""
+    return hardtanh(x, 0.0, 6.0)
+
+
+@composite
+def logsigmoid(x):
+    """log(sigmoid(x)) = min(x, 0) - log(1 + exp(-|x|)), elementwise, without overflow."""
+    x, dtype = _upcast(_floating(x, "logsigmoid"))
+    return _down(x.minimum(0.0) - (-(x.abs())).exp().log1p(), dtype)
+
+
+@composite
+def softmin(x, dim=-1):
+    """softmax(-x) along ``dim``: the smallest elements get the largest weights."""
+    return softmax(-_floating(x, "softmin"), dim)
+
+
+@composite
+def normalize(x, p=2.0, dim=1, eps=1e-12):
+    """x / max(‖x‖_p, eps) along ``dim`` (PyTorch's F.normalize)."""
+    x = _floating(x, "normalize")
+    if type(p) not in (int, float) or p <= 0:
+        raise ArgumentError("normalize: p must be a number > 0, found %r" % (p,))
+    d = _dim(dim, max(len(x.shape), 1), "normalize")
+    xf, dtype = _upcast(x)
+    a = xf.abs()
+    if p == 2:
+        norm = (xf * xf).sum(d, keepdim=True).sqrt()
+    elif p == 1:
+        norm = a.sum(d, keepdim=True)
+    elif p == float("inf"):
+        norm = a.max(d, keepdim=True).values
+    else:
+        norm = (a ** p).sum(d, keepdim=True) ** (1.0 / p)
+    return _down(xf / norm.maximum(eps), dtype)
 
 
 @composite

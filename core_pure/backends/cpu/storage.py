@@ -1,6 +1,6 @@
 """What holds each dtype's values on the Cpu backend, and how kernels fill their outputs.
 
-float32, float64, int8, int32 and int64 live in an ``array.array`` (4, 8, 1, 4 and 8 bytes a value;
+float32, float64, int8, uint8, int32 and int64 live in an ``array.array`` (4, 8, 1, 1, 4 and 8 bytes a value;
 a list costs a pointer plus, on MicroPython, a boxed float: ~19 bytes a float32 on a board). bool,
 float16 and bfloat16 stay lists of Python values: ``tolist()`` must give bools, and the 16-bit floats
 would need a bit conversion on every read ('H' storage), for dtypes boards rarely use.
@@ -33,7 +33,7 @@ def _has(code):
     return True
 
 
-CODES = {dtypes.float32: "f", dtypes.float64: "d", dtypes.int8: "b"}
+CODES = {dtypes.float32: "f", dtypes.float64: "d", dtypes.int8: "b", dtypes.uint8: "B"}
 if _int32_code() is not None:
     CODES[dtypes.int32] = _int32_code()
 if _has("q") and _itemsize("q") == 8:
