@@ -7,7 +7,14 @@ through the package's module ``__getattr__``: ``import ember`` does not load thi
 pays for it only when a program uses one of them.
 """
 from .elementwise import binary
+from .errors import ArgumentTypeError
 from .tensor import Tensor
+
+
+def _t(x, op):
+    if type(x) is not Tensor:
+        raise ArgumentTypeError("%s: expected a tensor, found %s" % (op, type(x).__name__))
+    return x
 
 
 # -- arithmetic with PyTorch's extra arguments ---------------------------------------------------
@@ -26,7 +33,7 @@ def div(input, other, rounding_mode=None):
     """input / other (a float result); ``rounding_mode`` as the method takes it."""
     if rounding_mode is None:
         return binary("div", input, other)
-    return input.div(other, rounding_mode=rounding_mode)
+    return _t(input, "div").div(other, rounding_mode=rounding_mode)
 
 
 def true_divide(input, other):
@@ -41,37 +48,37 @@ def pow(input, exponent):
 
 def clip(input, min=None, max=None):
     """Each element limited to [min, max] (``clamp``)."""
-    return input.clamp(min, max)
+    return _t(input, "clamp").clamp(min, max)
 
 
 def lerp(input, end, weight):
     """input + weight · (end - input); ``weight`` a number or a tensor."""
-    return input.lerp(end, weight)
+    return _t(input, "lerp").lerp(end, weight)
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Where |input - other| <= atol + rtol · |other| (bool)."""
-    return input.isclose(other, rtol, atol, equal_nan)
+    return _t(input, "isclose").isclose(other, rtol, atol, equal_nan)
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Whether every element of input is close to other (a Python bool)."""
-    return input.allclose(other, rtol, atol, equal_nan)
+    return _t(input, "allclose").allclose(other, rtol, atol, equal_nan)
 
 
 def relu(input):
     """max(input, 0), elementwise."""
-    return input.relu()
+    return _t(input, "relu").relu()
 
 
 def softmax(input, dim, dtype=None):
     """softmax along ``dim``; ``dtype`` casts the input first."""
-    return input.softmax(dim, dtype)
+    return _t(input, "softmax").softmax(dim, dtype)
 
 
 def log_softmax(input, dim, dtype=None):
     """log_softmax along ``dim``; ``dtype`` casts the input first."""
-    return input.log_softmax(dim, dtype)
+    return _t(input, "log_softmax").log_softmax(dim, dtype)
 
 
 # -- reductions and scans --------------------------------------------------------------------------
@@ -79,7 +86,7 @@ def log_softmax(input, dim, dtype=None):
 def _extreme(op, input, dim, keepdim, kwargs):
     if type(dim) is Tensor:  # torch.max(a, b) is maximum
         return binary("maximum" if op == "max" else "minimum", input, dim)
-    return getattr(input, op)(dim, keepdim, **kwargs)
+    return getattr(_t(input, op), op)(dim, keepdim, **kwargs)
 
 
 def max(input, dim=None, keepdim=False, **kwargs):
@@ -94,409 +101,409 @@ def min(input, dim=None, keepdim=False, **kwargs):
 
 def sum(input, dim=None, keepdim=False, **kwargs):
     """The sum of the elements, over ``dim`` when given."""
-    return input.sum(dim, keepdim, **kwargs)
+    return _t(input, "sum").sum(dim, keepdim, **kwargs)
 
 
 def mean(input, dim=None, keepdim=False, **kwargs):
     """The mean of the elements, over ``dim`` when given."""
-    return input.mean(dim, keepdim, **kwargs)
+    return _t(input, "mean").mean(dim, keepdim, **kwargs)
 
 
 def prod(input, dim=None, keepdim=False, **kwargs):
     """The product of the elements, over ``dim`` when given."""
-    return input.prod(dim, keepdim, **kwargs)
+    return _t(input, "prod").prod(dim, keepdim, **kwargs)
 
 
 def var(input, dim=None, unbiased=True, keepdim=False, **kwargs):
     """The variance (Bessel-corrected by default), over ``dim`` when given."""
-    return input.var(dim, unbiased, keepdim, **kwargs)
+    return _t(input, "var").var(dim, unbiased, keepdim, **kwargs)
 
 
 def std(input, dim=None, unbiased=True, keepdim=False, **kwargs):
     """The standard deviation (Bessel-corrected by default), over ``dim`` when given."""
-    return input.std(dim, unbiased, keepdim, **kwargs)
+    return _t(input, "std").std(dim, unbiased, keepdim, **kwargs)
 
 
 def argmax(input, dim=None, keepdim=False):
     """The index of the largest element (of the flattened tensor without ``dim``)."""
-    return input.argmax(dim, keepdim)
+    return _t(input, "argmax").argmax(dim, keepdim)
 
 
 def argmin(input, dim=None, keepdim=False):
     """The index of the smallest element (of the flattened tensor without ``dim``)."""
-    return input.argmin(dim, keepdim)
+    return _t(input, "argmin").argmin(dim, keepdim)
 
 
 def all(input, dim=None, keepdim=False, **kwargs):
     """Whether every element is nonzero, over ``dim`` when given (bool)."""
-    return input.all(dim, keepdim, **kwargs)
+    return _t(input, "all").all(dim, keepdim, **kwargs)
 
 
 def any(input, dim=None, keepdim=False, **kwargs):
     """Whether any element is nonzero, over ``dim`` when given (bool)."""
-    return input.any(dim, keepdim, **kwargs)
+    return _t(input, "any").any(dim, keepdim, **kwargs)
 
 
 def cummax(input, dim):
     """The running maximum along ``dim``: ``(values, indices)``."""
-    return input.cummax(dim)
+    return _t(input, "cummax").cummax(dim)
 
 
 def cummin(input, dim):
     """The running minimum along ``dim``: ``(values, indices)``."""
-    return input.cummin(dim)
+    return _t(input, "cummin").cummin(dim)
 
 
 # -- shape and indexing ------------------------------------------------------------------------------
 
 def reshape(input, shape):
     """The same values in ``shape`` (one dim may be -1)."""
-    return input.reshape(shape)
+    return _t(input, "reshape").reshape(shape)
 
 
 def flatten(input, start_dim=0, end_dim=-1):
     """Dims ``start_dim`` to ``end_dim`` merged into one."""
-    return input.flatten(start_dim, end_dim)
+    return _t(input, "flatten").flatten(start_dim, end_dim)
 
 
 def squeeze(input, dim=None):
     """``input`` without its size-1 dims (or only ``dim``)."""
-    return input.squeeze(dim)
+    return _t(input, "squeeze").squeeze(dim)
 
 
 def unsqueeze(input, dim):
     """``input`` with a size-1 dim inserted at ``dim``."""
-    return input.unsqueeze(dim)
+    return _t(input, "unsqueeze").unsqueeze(dim)
 
 
 def permute(input, dims):
     """``input`` with its dims reordered."""
-    return input.permute(dims)
+    return _t(input, "permute").permute(dims)
 
 
 def transpose(input, dim0, dim1):
     """``input`` with ``dim0`` and ``dim1`` swapped."""
-    return input.transpose(dim0, dim1)
+    return _t(input, "transpose").transpose(dim0, dim1)
 
 
 def numel(input):
     """The number of elements."""
-    return input.numel()
+    return _t(input, "numel").numel()
 
 
 def index_put(input, indices, values, accumulate=False):
     """A copy of ``input`` with ``values`` written (or added) at the tensor ``indices``."""
-    return input.index_put(indices, values, accumulate)
+    return _t(input, "index_put").index_put(indices, values, accumulate)
 
 
 def scatter_add(input, dim, index, src):
     """A copy of ``input`` with ``src`` added at ``index`` along ``dim``."""
-    return input.scatter_add(dim, index, src)
+    return _t(input, "scatter_add").scatter_add(dim, index, src)
 
 
 # -- elementwise -------------------------------------------------------------------------------------
 
 def abs(input):
     """|input|, elementwise."""
-    return input.abs()
+    return _t(input, "abs").abs()
 
 
 def acos(input):
     """Arc cosine, elementwise."""
-    return input.acos()
+    return _t(input, "acos").acos()
 
 
 def asin(input):
     """Arc sine, elementwise."""
-    return input.asin()
+    return _t(input, "asin").asin()
 
 
 def atan(input):
     """Arc tangent, elementwise."""
-    return input.atan()
+    return _t(input, "atan").atan()
 
 
 def ceil(input):
     """The smallest integer >= each element."""
-    return input.ceil()
+    return _t(input, "ceil").ceil()
 
 
 def cos(input):
     """Cosine, elementwise."""
-    return input.cos()
+    return _t(input, "cos").cos()
 
 
 def cosh(input):
     """Hyperbolic cosine, elementwise."""
-    return input.cosh()
+    return _t(input, "cosh").cosh()
 
 
 def erf(input):
     """The error function, elementwise."""
-    return input.erf()
+    return _t(input, "erf").erf()
 
 
 def exp(input):
     """e to the power of each element."""
-    return input.exp()
+    return _t(input, "exp").exp()
 
 
 def expm1(input):
     """exp(input) - 1, accurate near 0."""
-    return input.expm1()
+    return _t(input, "expm1").expm1()
 
 
 def floor(input):
     """The largest integer <= each element."""
-    return input.floor()
+    return _t(input, "floor").floor()
 
 
 def isinf(input):
     """Where input is +inf or -inf (bool)."""
-    return input.isinf()
+    return _t(input, "isinf").isinf()
 
 
 def isnan(input):
     """Where input is nan (bool)."""
-    return input.isnan()
+    return _t(input, "isnan").isnan()
 
 
 def log(input):
     """Natural logarithm, elementwise."""
-    return input.log()
+    return _t(input, "log").log()
 
 
 def log1p(input):
     """log(1 + input), accurate near 0."""
-    return input.log1p()
+    return _t(input, "log1p").log1p()
 
 
 def logical_not(input):
     """Where input is zero or False (bool)."""
-    return input.logical_not()
+    return _t(input, "logical_not").logical_not()
 
 
 def neg(input):
     """-input, elementwise."""
-    return input.neg()
+    return _t(input, "neg").neg()
 
 
 def reciprocal(input):
     """1 / input, elementwise."""
-    return input.reciprocal()
+    return _t(input, "reciprocal").reciprocal()
 
 
 def round(input):
     """Each element rounded half to even."""
-    return input.round()
+    return _t(input, "round").round()
 
 
 def rsqrt(input):
     """1 / sqrt(input), elementwise."""
-    return input.rsqrt()
+    return _t(input, "rsqrt").rsqrt()
 
 
 def sigmoid(input):
     """1 / (1 + exp(-input)), elementwise."""
-    return input.sigmoid()
+    return _t(input, "sigmoid").sigmoid()
 
 
 def sign(input):
     """-1, 0 or 1 by the sign of each element."""
-    return input.sign()
+    return _t(input, "sign").sign()
 
 
 def sin(input):
     """Sine, elementwise."""
-    return input.sin()
+    return _t(input, "sin").sin()
 
 
 def sinh(input):
     """Hyperbolic sine, elementwise."""
-    return input.sinh()
+    return _t(input, "sinh").sinh()
 
 
 def sqrt(input):
     """Square root, elementwise."""
-    return input.sqrt()
+    return _t(input, "sqrt").sqrt()
 
 
 def tan(input):
     """Tangent, elementwise."""
-    return input.tan()
+    return _t(input, "tan").tan()
 
 
 def tanh(input):
     """Hyperbolic tangent, elementwise."""
-    return input.tanh()
+    return _t(input, "tanh").tanh()
 
 
 def trunc(input):
     """Each element rounded toward zero."""
-    return input.trunc()
+    return _t(input, "trunc").trunc()
 
 
 def bitwise_not(input):
     """~input for bool and integer tensors."""
-    return input.bitwise_not()
+    return _t(input, "bitwise_not").bitwise_not()
 
 
 def asinh(input):
     """Inverse hyperbolic sine, elementwise."""
-    return input.asinh()
+    return _t(input, "asinh").asinh()
 
 
 def acosh(input):
     """Inverse hyperbolic cosine, elementwise."""
-    return input.acosh()
+    return _t(input, "acosh").acosh()
 
 
 def atanh(input):
     """Inverse hyperbolic tangent, elementwise."""
-    return input.atanh()
+    return _t(input, "atanh").atanh()
 
 
 def log2(input):
     """Base-2 logarithm, elementwise."""
-    return input.log2()
+    return _t(input, "log2").log2()
 
 
 def log10(input):
     """Base-10 logarithm, elementwise."""
-    return input.log10()
+    return _t(input, "log10").log10()
 
 
 def exp2(input):
     """2 to the power of each element."""
-    return input.exp2()
+    return _t(input, "exp2").exp2()
 
 
 def clone(input):
     """A tensor with the same values."""
-    return input.clone()
+    return _t(input, "clone").clone()
 
 
 def detach(input):
     """The same values, cut from the autodiff graph."""
-    return input.detach()
+    return _t(input, "detach").detach()
 
 
 def atan2(input, other):
     """atan(input / other) in the right quadrant, elementwise."""
-    return input.atan2(other)
+    return _t(input, "atan2").atan2(other)
 
 
 def eq(input, other):
     """input == other (bool)."""
-    return input.eq(other)
+    return _t(input, "eq").eq(other)
 
 
 def ne(input, other):
     """input != other (bool)."""
-    return input.ne(other)
+    return _t(input, "ne").ne(other)
 
 
 def lt(input, other):
     """input < other (bool)."""
-    return input.lt(other)
+    return _t(input, "lt").lt(other)
 
 
 def le(input, other):
     """input <= other (bool)."""
-    return input.le(other)
+    return _t(input, "le").le(other)
 
 
 def gt(input, other):
     """input > other (bool)."""
-    return input.gt(other)
+    return _t(input, "gt").gt(other)
 
 
 def ge(input, other):
     """input >= other (bool)."""
-    return input.ge(other)
+    return _t(input, "ge").ge(other)
 
 
 def mul(input, other):
     """input * other, broadcasting."""
-    return input.mul(other)
+    return _t(input, "mul").mul(other)
 
 
 def maximum(input, other):
     """The larger of input and other, elementwise (nan wins)."""
-    return input.maximum(other)
+    return _t(input, "maximum").maximum(other)
 
 
 def minimum(input, other):
     """The smaller of input and other, elementwise (nan wins)."""
-    return input.minimum(other)
+    return _t(input, "minimum").minimum(other)
 
 
 def remainder(input, other):
     """input % other with the sign of other (Python's rule)."""
-    return input.remainder(other)
+    return _t(input, "remainder").remainder(other)
 
 
 def floor_divide(input, other):
     """input // other, rounding down."""
-    return input.floor_divide(other)
+    return _t(input, "floor_divide").floor_divide(other)
 
 
 def logical_and(input, other):
     """Where both are nonzero (bool)."""
-    return input.logical_and(other)
+    return _t(input, "logical_and").logical_and(other)
 
 
 def logical_or(input, other):
     """Where either is nonzero (bool)."""
-    return input.logical_or(other)
+    return _t(input, "logical_or").logical_or(other)
 
 
 def logical_xor(input, other):
     """Where exactly one is nonzero (bool)."""
-    return input.logical_xor(other)
+    return _t(input, "logical_xor").logical_xor(other)
 
 
 def bitwise_and(input, other):
     """input & other for bool and integer tensors."""
-    return input.bitwise_and(other)
+    return _t(input, "bitwise_and").bitwise_and(other)
 
 
 def bitwise_or(input, other):
     """input | other for bool and integer tensors."""
-    return input.bitwise_or(other)
+    return _t(input, "bitwise_or").bitwise_or(other)
 
 
 def bitwise_xor(input, other):
     """input ^ other for bool and integer tensors."""
-    return input.bitwise_xor(other)
+    return _t(input, "bitwise_xor").bitwise_xor(other)
 
 
 def bitwise_left_shift(input, other):
     """input << other for integer tensors."""
-    return input.bitwise_left_shift(other)
+    return _t(input, "bitwise_left_shift").bitwise_left_shift(other)
 
 
 def bitwise_right_shift(input, other):
     """input >> other (arithmetic) for integer tensors."""
-    return input.bitwise_right_shift(other)
+    return _t(input, "bitwise_right_shift").bitwise_right_shift(other)
 
 
 def copysign(input, other):
     """|input| with the sign of other, elementwise."""
-    return input.copysign(other)
+    return _t(input, "copysign").copysign(other)
 
 
 def fmod(input, other):
     """C's remainder of input / other (the sign of input)."""
-    return input.fmod(other)
+    return _t(input, "fmod").fmod(other)
 
 
 def logaddexp(input, other):
     """log(exp(input) + exp(other)), elementwise."""
-    return input.logaddexp(other)
+    return _t(input, "logaddexp").logaddexp(other)
 
 
 def logaddexp2(input, other):
     """log2(2**input + 2**other), elementwise."""
-    return input.logaddexp2(other)
+    return _t(input, "logaddexp2").logaddexp2(other)
 

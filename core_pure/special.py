@@ -11,6 +11,7 @@ from . import dtypes
 from .composite import composite
 from .elementwise import binary, where
 from .errors import ArgumentError, ArgumentTypeError, DTypeError
+from .shapes import broadcast_shapes
 from .tensor import Tensor
 
 _LN2 = 0.6931471805599453
@@ -45,6 +46,7 @@ def _common(a, b, op):
     if not ta and not tb:
         raise ArgumentTypeError("%s: expected a tensor, found %s and %s" % (op, type(a).__name__, type(b).__name__))
     if ta and tb:
+        broadcast_shapes(a.shape, b.shape, op)  # a mismatch names this op, not the primitive that meets it
         dt = dtypes.promote(a.dtype, b.dtype)
     else:
         t, s = (a, b) if ta else (b, a)
@@ -74,7 +76,7 @@ def acosh(x):
     """Inverse hyperbolic cosine, elementwise: log(x + sqrt(x² - 1)); nan below 1."""
     x, dt = _float(x, "acosh")
     t = x - 1
-    small = (t + (t * (x + 1)).sqrt()).log1p()
+    small = (t + t.sqrt() * (x + 1).sqrt()).log1p()  # sqrt(t): nan below 1, where (x-1)(x+1) > 0 again
     return _down(where(x > _BIG, x.log() + _LN2, small), dt)
 
 
@@ -156,6 +158,8 @@ def fmod(a, b):
         raise ArgumentTypeError("fmod: expected a tensor dividend, found %s" % type(a).__name__)
     if a.dtype.kind == "b" and (not tb or b.dtype.kind == "b"):
         raise DTypeError("fmod: expected integer or float tensors, found bool")
+    if tb:
+        broadcast_shapes(a.shape, b.shape, "fmod")
     ab = b.abs() if tb else abs(b)
     m = binary("mod", a.abs(), ab)  # both positive: Python's rule and C's agree, exactly
     dt = m.dtype
@@ -182,6 +186,9 @@ def lerp(start, end, weight):
             raise DTypeError("lerp: expected a float weight, found %s" % weight.dtype.name)
     elif type(weight) not in (int, float):
         raise ArgumentTypeError("lerp: expected a number or a tensor weight, found %s" % type(weight).__name__)
+    shape = broadcast_shapes(start.shape, end.shape, "lerp")
+    if type(weight) is Tensor:
+        broadcast_shapes(shape, weight.shape, "lerp")
     diff = end - start
     if type(weight) is not Tensor:
         return start + diff * weight if abs(weight) < 0.5 else end - diff * (1 - weight)

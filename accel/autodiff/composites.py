@@ -60,6 +60,20 @@ def softplus_backward(g, y, x, beta=1.0, threshold=20.0):
     return ((g * bx.sigmoid().where(bx <= threshold, 1.0)).to(x.dtype),)
 
 
+def hardtanh_backward(g, y, x, min_val=-1.0, max_val=1.0):
+    """1 strictly inside (min_val, max_val), 0 outside and at the bounds, as PyTorch gives."""
+    return ((g * ((x > min_val) & (x < max_val)).to(g.dtype)).to(x.dtype),)
+
+
+def relu6_backward(g, y, x):
+    return hardtanh_backward(g, y, x, 0.0, 6.0)
+
+
+def logsigmoid_backward(g, y, x):
+    """d/dx log(sigmoid(x)) = sigmoid(-x): 1/2 at 0, where the composite's min(x, 0) would pick a side."""
+    return ((g * (-_f(x)).sigmoid()).to(x.dtype),)
+
+
 def _float_grad(g, x, slope):
     """g · slope as a gradient of ``x`` (its dtype; None for an integer input, which takes none)."""
     if not isinstance(x, ember.Tensor) or x.dtype.kind != "f":
@@ -113,6 +127,14 @@ def logaddexp2_backward(g, y, a, b):
     d = (fa - fb) if isinstance(fa, ember.Tensor) else -(fb - fa)
     s = (d * 0.6931471805599453).sigmoid()
     return (_float_grad(g, a, s), _float_grad(g, b, 1 - s))
+
+
+def copysign_backward(g, y, a, b):
+    """d/da copysign(a, b) = sign(a) · sign(result) (0 at a = 0); b gets zeros, as PyTorch gives."""
+    fa, fb = _pair(a, b)
+    ga = _float_grad(g, a, fa.sign() * _f(y).sign())
+    gb = _float_grad(g, b, 0.0) if isinstance(b, ember.Tensor) else None
+    return (ga, gb)
 
 
 def fmod_backward(g, y, a, b):
@@ -255,12 +277,16 @@ BUILT_IN = {
     "silu": silu_backward,
     "relu": relu_backward,
     "softplus": softplus_backward,
+    "hardtanh": hardtanh_backward,
+    "relu6": relu6_backward,
+    "logsigmoid": logsigmoid_backward,
     "asinh": asinh_backward,
     "acosh": acosh_backward,
     "atanh": atanh_backward,
     "logaddexp": logaddexp_backward,
     "logaddexp2": logaddexp2_backward,
     "fmod": fmod_backward,
+    "copysign": copysign_backward,
     "binary_cross_entropy": binary_cross_entropy_backward,
     "binary_cross_entropy_with_logits": bce_with_logits_backward,
     "cross_entropy": cross_entropy_backward,

@@ -23,6 +23,7 @@ class BF16(np.ndarray):
 NP = {
     dtypes.bool_: np.dtype(np.bool_),
     dtypes.int8: np.dtype(np.int8),
+    dtypes.uint8: np.dtype(np.uint8),
     dtypes.int32: np.dtype(np.int32),
     dtypes.int64: np.dtype(np.int64),
     dtypes.float16: np.dtype(np.float16),
@@ -39,6 +40,7 @@ for _e, _n in NP.items():
 LE = {
     dtypes.bool_: np.dtype("u1"),
     dtypes.int8: np.dtype("i1"),
+    dtypes.uint8: np.dtype("u1"),
     dtypes.int32: np.dtype("<i4"),
     dtypes.int64: np.dtype("<i8"),
     dtypes.float16: np.dtype("<f2"),

@@ -28,7 +28,7 @@ from .arrays import EMBER, LE, bits_to_bf16, ndarray
 from .device import NumPy
 
 _KDL_CPU = 1
-_SUPPORTED = "bool, int8, int32, int64, float16, float32 or float64"
+_SUPPORTED = "bool, int8, uint8, int32, int64, float16, float32 or float64"
 
 
 def _on_numpy(t):
@@ -138,7 +138,7 @@ def from_numpy(a, device=None):
     On the NumPy device (``device=None``) the tensor shares ``a``'s memory: no copy, and later
     writes to ``a`` show in the tensor (as with ``torch.from_numpy``); pass ``a.copy()`` to avoid
     that. On any other device the values are copied. Any strides are fine. Non-native byte order
-    is converted (a copy). Dtypes: bool, int8, int32, int64, float16, float32, float64; anything
+    is converted (a copy). Dtypes: bool, int8, uint8, int32, int64, float16, float32, float64; anything
     else is a ``DTypeError`` (convert first, e.g. ``a.astype(np.int32)``).
     """
     if isinstance(a, np.generic):

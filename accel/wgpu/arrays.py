@@ -13,6 +13,7 @@ dtype      stored as                note
 bool       u32 (0 or 1)             4 bytes per element
 int8       i32, values in [-128,    every result is wrapped to 8 bits
            127]
+uint8      i32, values in [0, 255]  every result is wrapped to 8 bits (``& 255``)
 int32      i32
 int64      i64                      wgpu's ``shader-int64``; without it, i32 plus a range
                                     check on upload (out-of-range values raise)
@@ -41,6 +42,7 @@ def storage_table(has_f16, has_i64):
     return {
         dtypes.bool_: Storage("u32", 4, "I"),
         dtypes.int8: Storage("i32", 4, "i"),
+        dtypes.uint8: Storage("i32", 4, "i"),
         dtypes.int32: Storage("i32", 4, "i"),
         dtypes.int64: Storage("i64", 8, "q") if has_i64 else Storage("i32", 4, "i"),
         dtypes.float16: Storage("f16", 2, "e") if has_f16 else Storage("f32", 4, "f"),

@@ -301,6 +301,8 @@ class Wgpu(Backend):
             data = array("I", [1 if b else 0 for b in bytes(buf)]).tobytes()
         elif dtype is dtypes.int8:
             data = array("i", array("b", bytes(buf))).tobytes()
+        elif dtype is dtypes.uint8:
+            data = array("i", array("B", bytes(buf))).tobytes()
         elif dtype is dtypes.bfloat16:
             data = array("I", [h << 16 for h in _u16(buf)]).tobytes()
         elif dtype is dtypes.float16 and st.wgsl == "f32":
@@ -338,6 +340,8 @@ class Wgpu(Backend):
             return bytes(array("B", [1 if v else 0 for v in _typed("I", data)]))
         if dtype is dtypes.int8:
             return array("b", _typed("i", data)).tobytes()
+        if dtype is dtypes.uint8:
+            return array("B", _typed("i", data)).tobytes()
         if dtype is dtypes.bfloat16:
             return array("H", [v >> 16 for v in _typed("I", data)]).tobytes()
         if dtype is dtypes.float16:

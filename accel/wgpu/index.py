@@ -119,12 +119,14 @@ def scatter(self, x, dim, index, src, mode):
         write = "b2[p] = %s;" % store.format("b2[p] + %s" % ops.load(st, ast).format("b1[u32(o1 + i32(t) * pi(49u))]"))
         if dtype is dtypes.int8:
             write = "b2[p] = wrap8(b2[p] + b1[u32(o1 + i32(t) * pi(49u))]);"
+        elif dtype is dtypes.uint8:
+            write = "b2[p] = wrapu8(b2[p] + b1[u32(o1 + i32(t) * pi(49u))]);"
     jv = "j" if ist == "i64" else "i32(j)"
     body = ("  for (var t = 0u; t < pw(48u); t = t + 1u) {\n"
             "    let j = b0[u32(o0 + i32(t) * pi(50u))];\n"
             "    if (j < %s(0) || j >= %s(pw(52u))) { report(2u, %s, pw(52u), pw(53u)); return; }\n"
             "    let p = u32(o2 + i32(j) * pi(51u));\n    %s\n  }\n" % (ist, ist, jv, write))
-    libs = ("wrap8",) if dtype is dtypes.int8 else ()
+    libs = ("wrap8",) if dtype is dtypes.int8 else ("wrapu8",) if dtype is dtypes.uint8 else ()
 
     def build():
         f16 = "f16" in (st, ast)

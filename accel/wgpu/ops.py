@@ -5,7 +5,7 @@ Compute types follow the Cpu backend's rounding: ``+ - *`` (and neg, abs, compar
 floor...) run in the dtype's own precision, where IEEE gives the correctly rounded result (float16
 and bfloat16 values compute in f32, which is exact for these). Every other float op runs in f64 and
 rounds once to the dtype, as the Cpu backend computes in double and rounds. Integers compute in
-i32 (int8, int32) or i64 and wrap; int8 results wrap to 8 bits when stored.
+i32 (int8, uint8, int32) or i64 and wrap; int8 and uint8 results wrap to 8 bits when stored.
 """
 from ember import dtypes
 from ember.ops import ROUNDING
@@ -177,6 +177,8 @@ def store(ct, dtype, st, is_bool_expr=False):
         return "to_f32({})", ("to_f32",)
     if dtype is dtypes.int8:
         return ("wrap8({})" if ct == "i32" else "wrap8(i32({}))"), ("wrap8",)
+    if dtype is dtypes.uint8:
+        return ("wrapu8({})" if ct == "i32" else "wrapu8(i32({}))"), ("wrapu8",)
     if ct == st:
         return "{}", ()
     return st + "({})", ()

@@ -115,6 +115,8 @@ def _store(st, dtype, compute):
     """WGSL storing ``v[j]`` (of the compute type) as the output's storage type."""
     if dtype is dtypes.int8:
         return "((v[j] + 128) & 255) - 128"  # values wrap to 8 bits
+    if dtype is dtypes.uint8:
+        return "v[j] & 255"
     if st == compute:
         return "v[j]"
     return "%s(v[j])" % st

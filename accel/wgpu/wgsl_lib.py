@@ -598,6 +598,9 @@ for _name, (_deps, _src) in _INT_TEMPLATES.items():
 _define("wrap8", [], """
 fn wrap8(x: i32) -> i32 { return (x << 24u) >> 24u; }
 """)
+_define("wrapu8", [], """
+fn wrapu8(x: i32) -> i32 { return x & 255; }
+""")
 
 
 # -- small float helpers, for f32 and f64 (FT) ------------------------------------------------------

@@ -321,7 +321,9 @@ def logsigmoid(x):
 @composite
 def softmin(x, dim=-1):
     """softmax(-x) along ``dim``: the smallest elements get the largest weights."""
-    return softmax(-_floating(x, "softmin"), dim)
+    x = _floating(x, "softmin")
+    _dim(dim, max(len(x.shape), 1), "softmin")
+    return softmax(-x, dim)
 
 
 @composite

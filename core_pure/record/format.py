@@ -21,7 +21,7 @@ RESERVED = (VERSION_KEY, PRECISION_KEY)
 # safetensors dtype name -> ember dtype, for the dtypes ember stores as they are
 TO_EMBER = {
     "F64": dtypes.float64, "F32": dtypes.float32, "F16": dtypes.float16, "BF16": dtypes.bfloat16,
-    "I64": dtypes.int64, "I32": dtypes.int32, "I8": dtypes.int8, "BOOL": dtypes.bool_,
+    "I64": dtypes.int64, "I32": dtypes.int32, "I8": dtypes.int8, "U8": dtypes.uint8, "BOOL": dtypes.bool_,
 }
 FROM_EMBER = {}
 for _name in TO_EMBER:
@@ -29,7 +29,6 @@ for _name in TO_EMBER:
 # dtypes ember has no twin for, read widened to an ember dtype that holds every value exactly:
 # safetensors name -> (bytes per element, struct code, ember dtype)
 WIDENED = {
-    "U8": (1, "B", dtypes.int32),
     "I16": (2, "h", dtypes.int32),
     "U16": (2, "H", dtypes.int32),
     "U32": (4, "I", dtypes.int64),
@@ -47,7 +46,7 @@ def itemsize(file_dtype):
 class Entry:
     """One tensor of a record: ``name``, ember ``dtype``, ``shape`` (a tuple) and the half-open byte
     range ``start:end`` relative to the start of the data. ``file_dtype`` is the safetensors name
-    (``"F32"``); it differs from ``dtype`` only for widened dtypes (``"U8"`` is read as int32).
+    (``"F32"``); it differs from ``dtype`` only for widened dtypes (``"U16"`` is read as int32).
     Unpacks like a tuple: ``name, dtype, shape, start, end = entry``."""
     __slots__ = ("name", "dtype", "shape", "start", "end", "file_dtype")
 

@@ -19,9 +19,9 @@ import ember
 from harness import backends, check
 
 DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16",
-          "i8": "int8", "i32": "int32", "i64": "int64", "b": "bool"}
+          "i8": "int8", "u8": "uint8", "i32": "int32", "i64": "int64", "b": "bool"}
 FLOATS = ("float32", "float64", "float16", "bfloat16")
-INTS = ("int8", "int32", "int64")
+INTS = ("int8", "uint8", "int32", "int64")
 
 NAN = float("nan")
 INF = float("inf")
@@ -338,7 +338,7 @@ def round_numpy(np, value, dtype):
     if dtype == "bool":
         return a.astype(bool), [bool(v) for v in a.astype(bool).reshape(-1).tolist()]
     if dtype in INTS:
-        a = a.astype(np.int64).astype({"int8": np.int8, "int32": np.int32, "int64": np.int64}[dtype])
+        a = a.astype(np.int64).astype({"int8": np.int8, "uint8": np.uint8, "int32": np.int32, "int64": np.int64}[dtype])
         return a, [int(v) for v in a.reshape(-1).tolist()]
     a = a.astype(np.float64)
     if dtype != "float64":
@@ -443,7 +443,7 @@ def expected(case, pairs):
 
 # -- running a case -----------------------------------------------------------------------------
 
-_PYTYPE = {"bool": bool, "int8": int, "int32": int, "int64": int}
+_PYTYPE = {"bool": bool, "int8": int, "uint8": int, "int32": int, "int64": int}
 
 
 def compare(actual, dtype, want_shape, want, tol, what):

@@ -299,9 +299,9 @@ def test_inspect_reads_no_data(device):
 
 
 def test_widened_dtypes(device):
-    # safetensors dtypes ember has no twin for are read widened, exactly: U8, I16, U16 -> int32, U32 -> int64
+    # safetensors dtypes ember has no twin for are read widened, exactly: I16, U16 -> int32, U32 -> int64
     import struct
-    cases = [("U8", "B", [0, 255, 7], ember.int32), ("I16", "h", [-32768, 32767, 1], ember.int32),
+    cases = [("I16", "h", [-32768, 32767, 1], ember.int32),
              ("U16", "H", [0, 65535, 9], ember.int32), ("U32", "I", [0, 4294967295, 5], ember.int64)]
     with Scratch() as s:
         p = s.path("w.safetensors")
@@ -315,6 +315,23 @@ def test_widened_dtypes(device):
                 assert_true(t.dtype is dt)
                 assert_equal(t, vals)
             assert_true(("%s (read as %s)" % (name, dt.name)) in str(ember.record.inspect(p)))
+
+
+def test_uint8_is_written_and_read_as_U8(device):
+    import struct
+    t = ember.tensor([0, 255, 7, 128], dtype=ember.uint8, device=device)
+    with Scratch() as s:
+        p = s.path("u8.safetensors")
+        ember.record.write(p, [("t", t)])
+        with ember.record.open(p) as r:
+            e = r.entry("t")
+            assert_true(e.dtype is ember.uint8 and e.file_dtype == "U8")
+            back = r.read("t", device=device)
+        assert_true(back.dtype is ember.uint8)
+        assert_equal(back, [0, 255, 7, 128])
+        data = struct.pack("<3B", 0, 255, 9)
+        put(p, raw_file('{"t":{"dtype":"U8","shape":[3],"data_offsets":[0,3]}}', data))
+        assert_equal(ember.record.read(p, device=device)[0][1], [0, 255, 9])
 
 
 def test_read_accepts_other_writers_choices(device):

@@ -29,10 +29,11 @@ from ember.record import _json
 
 FUZZ_EXAMPLES = 2000
 NP_DTYPES = {ember.float32: np.float32, ember.float64: np.float64, ember.float16: np.float16,
-             ember.int8: np.int8, ember.int32: np.int32, ember.int64: np.int64, ember.bool: np.bool_}
+             ember.int8: np.int8, ember.uint8: np.uint8, ember.int32: np.int32, ember.int64: np.int64,
+             ember.bool: np.bool_}
 PT_DTYPES = {ember.float32: torch.float32, ember.float64: torch.float64, ember.float16: torch.float16,
-             ember.bfloat16: torch.bfloat16, ember.int8: torch.int8, ember.int32: torch.int32,
-             ember.int64: torch.int64, ember.bool: torch.bool}
+             ember.bfloat16: torch.bfloat16, ember.int8: torch.int8, ember.uint8: torch.uint8,
+             ember.int32: torch.int32, ember.int64: torch.int64, ember.bool: torch.bool}
 
 
 class Scratch:
@@ -169,12 +170,12 @@ def test_safetensors_numpy_file_loads_in_ember():
         "a.bool": np.array([[True], [False]]),
         "a.scalar": np.array(2.5, dtype=np.float32),
         "a.empty": np.zeros((2, 0), dtype=np.float32),
-        "w.u8": np.array([0, 255, 17], dtype=np.uint8),
+        "a.u8": np.array([0, 255, 17], dtype=np.uint8),
         "w.i16": np.array([-32768, 32767], dtype=np.int16),
         "w.u16": np.array([65535, 1], dtype=np.uint16),
         "w.u32": np.array([4294967295, 0], dtype=np.uint32),
     }
-    widened = {"w.u8": ember.int32, "w.i16": ember.int32, "w.u16": ember.int32, "w.u32": ember.int64}
+    widened = {"w.i16": ember.int32, "w.u16": ember.int32, "w.u32": ember.int64}
     with Scratch() as s:
         p = s.path("np.safetensors")
         np_save(arrays, p, metadata={"source": "numpy"})

@@ -165,7 +165,7 @@ class CpuC(Cpu):
             d = a.data
             e = b.data
             if a.strides is None and b.strides is None and type(d) is array and type(e) is array \
-                    and op not in _COMPARE:
+                    and op not in _COMPARE and a.dtype in _DT:
                 n = len(d)
                 out = _fresh(d.typecode, n)
                 if _binary1(_BINARY[op], _DT[a.dtype], n, d.buffer_info()[0], 1, e.buffer_info()[0], 1,

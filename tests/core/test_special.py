@@ -1,0 +1,79 @@
+"""The composed math (ember/special.py) and the new activations: results that are host values
+(allclose), type names, and a clear ember error for each bad input."""
+import ember
+import ember.nn.functional as nnf
+from ember.nn import activation as act
+from harness import check
+
+PARAMETERS = ("device",)
+
+NAN = float("nan")
+
+
+def test_allclose_is_a_python_bool(device):
+    a = ember.tensor([1.0, 2.0, NAN], device=device)
+    b = ember.tensor([1.0, 2.000001, NAN], device=device)
+    assert ember.allclose(a, b, equal_nan=True) is True
+    assert a.allclose(b) is False
+    assert a[:2].allclose(b[:2], rtol=0.0, atol=0.0) is False
+
+
+def _bad_math(d):
+    x = ember.ones(2, 3, device=d)
+    i = ember.ones(2, 3, dtype=ember.int64, device=d)
+    return [
+        ("DTypeError", "lshift:", lambda: x.bitwise_left_shift(1)),
+        ("DTypeError", "rshift:", lambda: ember.bitwise_right_shift(i, x)),
+        ("ShapeError", "fmod:", lambda: x.fmod(ember.ones(4, device=d))),
+        ("ShapeError", "logaddexp:", lambda: x.logaddexp(ember.ones(2, device=d))),
+        ("ShapeError", "copysign:", lambda: x.copysign(ember.ones(5, device=d))),
+        ("ShapeError", "lerp:", lambda: x.lerp(ember.ones(4, device=d), 0.5)),
+        ("DTypeError", "lerp:", lambda: x.lerp(i, 0.5)),
+        ("ArgumentTypeError", "lerp:", lambda: x.lerp(x, "a")),
+        ("DTypeError", "fmod:", lambda: ember.ones(2, dtype=ember.bool, device=d).fmod(True)),
+        ("ArgumentError", "isclose:", lambda: x.isclose(x, rtol=-1.0)),
+        ("ArgumentTypeError", "isclose:", lambda: x.isclose("a")),
+        ("ArgumentTypeError", "asinh:", lambda: ember.asinh([1.0])),
+    ]
+
+
+def test_bad_math_inputs_raise_ember_errors(device):
+    for kind, prefix, fn in _bad_math(device):
+        with check.raises(getattr(ember, kind), prefix) as caught:
+            fn()
+        check.assert_true(str(caught.value).startswith(prefix), "%s: message %r" % (prefix, str(caught.value)))
+
+
+def test_type_names(device):
+    names = [(ember.float32, "FloatTensor"), (ember.float64, "DoubleTensor"), (ember.float16, "HalfTensor"),
+             (ember.bfloat16, "BFloat16Tensor"), (ember.int8, "CharTensor"), (ember.uint8, "ByteTensor"),
+             (ember.int32, "IntTensor"), (ember.int64, "LongTensor"), (ember.bool, "BoolTensor")]
+    for dtype, name in names:
+        x = ember.zeros(2, dtype=dtype, device=device)
+        check.assert_true(x.type() == "ember." + name, "%s: %r" % (dtype, x.type()))
+        check.assert_true(x.type("torch." + name).dtype is dtype, name)
+    check.assert_true(ember.ones(2, device=device).type(ember.float32).dtype is ember.float32)
+
+
+def _bad_activations(d):
+    x = ember.ones(2, 3, device=d)
+    return [
+        ("ArgumentError", "hardtanh:", lambda: nnf.hardtanh(x, 2.0, 1.0)),
+        ("ArgumentError", "Hardtanh:", lambda: act.Hardtanh(1.0, 0.0)),
+        ("ArgumentError", "celu:", lambda: nnf.celu(x, 0.0)),
+        ("ArgumentError", "CELU:", lambda: act.CELU(0.0)),
+        ("ArgumentError", "normalize:", lambda: nnf.normalize(x, p=0)),
+        ("IndexOutOfRange", "normalize:", lambda: nnf.normalize(x, dim=2)),
+        ("IndexOutOfRange", "softmin:", lambda: nnf.softmin(x, 3)),
+        ("ArgumentTypeError", "softsign:", lambda: nnf.softsign([1.0])),
+        ("ArgumentTypeError", "logsigmoid:", lambda: nnf.logsigmoid(2.0)),
+        ("DTypeError", "type:", lambda: x.type("torch.ShortTensor")),
+        ("DTypeError", "type:", lambda: x.type("complex")),
+    ]
+
+
+def test_bad_activation_inputs_raise_ember_errors(device):
+    for kind, prefix, fn in _bad_activations(device):
+        with check.raises(getattr(ember, kind), prefix) as caught:
+            fn()
+        check.assert_true(str(caught.value).startswith(prefix), "%s: message %r" % (prefix, str(caught.value)))
