@@ -4,6 +4,8 @@
 >>> x = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
 >>> (x @ x).sum()
 """
+import sys as _sys
+
 from .dtypes import (bool_, int8, uint8, int32, int64, float16, bfloat16, float32, float64, DType)
 from .errors import (EmberError, ShapeError, DTypeError, DeviceError, IndexOutOfRange, ArgumentError,
                      ArgumentTypeError, RecordError, OutOfMemoryError, DeployError)
@@ -29,12 +31,24 @@ float, double, half, int, long = float32, float64, float16, int32, int64  # noqa
 def __getattr__(name):
     """PyTorch's top-level forms of Tensor methods (``ember.abs``, ``ember.add``...), loaded on first use
     from ``ember.functional`` so that ``import ember`` stays small on a board."""
-    if name.startswith("__") or name == "functional":  # (the import below asks for "functional" first)
+    if name[:2] == "__":
         raise AttributeError("module 'ember' has no attribute %r" % (name,))
-    from . import functional
-    try:
-        return getattr(functional, name)
-    except AttributeError:
-        raise AttributeError("module 'ember' has no attribute %r" % (name,)) from None
+    missing = None
+    if _sys.implementation.name == "micropython":
+        # MicroPython's ``from ember import x`` asks here before it imports the submodule x
+        try:
+            __import__(__name__ + "." + name)
+            return _sys.modules[__name__ + "." + name]
+        except ImportError as e:
+            missing = e
+    if name[0] != "_":
+        __import__(__name__ + ".functional")
+        fn = getattr(_sys.modules[__name__ + ".functional"], name, None)
+        if fn is not None:
+            return fn
+    if missing is not None and name[0] == "_":
+        raise missing
+    raise AttributeError("module 'ember' has no attribute %r" % (name,))
+
 
 __version__ = "0.1.0"

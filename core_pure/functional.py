@@ -6,14 +6,14 @@ Each is a thin call of the method, so there is one definition of every op. ``emb
 through the package's module ``__getattr__``: ``import ember`` does not load this file, a board
 pays for it only when a program uses one of them.
 """
-from .elementwise import binary
-from .errors import ArgumentTypeError
-from .tensor import Tensor
+from .elementwise import binary as _binary
+from .errors import ArgumentTypeError as _ArgumentTypeError
+from .tensor import Tensor as _Tensor
 
 
 def _t(x, op):
-    if type(x) is not Tensor:
-        raise ArgumentTypeError("%s: expected a tensor, found %s" % (op, type(x).__name__))
+    if type(x) is not _Tensor:
+        raise _ArgumentTypeError("%s: expected a tensor, found %s" % (op, type(x).__name__))
     return x
 
 
@@ -21,29 +21,29 @@ def _t(x, op):
 
 def add(input, other, alpha=1):
     """input + alpha · other, broadcasting."""
-    return binary("add", input, other if alpha == 1 else other * alpha)
+    return _binary("add", input, other if alpha == 1 else other * alpha)
 
 
 def sub(input, other, alpha=1):
     """input - alpha · other, broadcasting."""
-    return binary("sub", input, other if alpha == 1 else other * alpha)
+    return _binary("sub", input, other if alpha == 1 else other * alpha)
 
 
 def div(input, other, rounding_mode=None):
     """input / other (a float result); ``rounding_mode`` as the method takes it."""
     if rounding_mode is None:
-        return binary("div", input, other)
+        return _binary("div", input, other)
     return _t(input, "div").div(other, rounding_mode=rounding_mode)
 
 
 def true_divide(input, other):
     """input / other (a float result)."""
-    return binary("div", input, other)
+    return _binary("div", input, other)
 
 
 def pow(input, exponent):
     """input ** exponent; ``input`` may be a number (``ember.pow(2, x)``)."""
-    return binary("pow", input, exponent)
+    return _binary("pow", input, exponent)
 
 
 def clip(input, min=None, max=None):
@@ -84,8 +84,8 @@ def log_softmax(input, dim, dtype=None):
 # -- reductions and scans --------------------------------------------------------------------------
 
 def _extreme(op, input, dim, keepdim, kwargs):
-    if type(dim) is Tensor:  # torch.max(a, b) is maximum
-        return binary("maximum" if op == "max" else "minimum", input, dim)
+    if type(dim) is _Tensor:  # torch.max(a, b) is maximum
+        return _binary("maximum" if op == "max" else "minimum", input, dim)
     return getattr(_t(input, op), op)(dim, keepdim, **kwargs)
 
 

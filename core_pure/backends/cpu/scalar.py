@@ -177,6 +177,10 @@ def safe_fpow(a, b):
             # 0 ** negative: +inf, or -inf for -0 ** odd integer
             odd = b == int(b) and int(b) % 2 == 1 if b == b and b not in (INF, -INF) else False
             return -INF if odd and math.copysign(1.0, a) < 0 else INF
+        if a > 0 or (b == b and b not in (INF, -INF) and b == int(b)):
+            # no domain error: MicroPython's math.pow reports an overflow (2.0 ** 1e20) as one
+            mag = 1.0 if abs(a) == 1 else INF if (abs(a) > 1) == (b > 0) else 0.0
+            return -mag if a < 0 and int(b) % 2 == 1 else mag
         return NAN  # negative base, fractional exponent
 
 
