@@ -556,12 +556,12 @@ class Tensor:
     def softmax(self, dim, dtype=None):
         """softmax along ``dim``; ``dtype`` casts the input first (PyTorch's ``dtype=``)."""
         from .nn import functional as F
-        return F.softmax(self if dtype is None else self.to(dtype), dim)
+        return F.softmax(self, dim, dtype) if dtype is not None else F.softmax(self, dim)
 
     def log_softmax(self, dim, dtype=None):
         """log_softmax along ``dim``; ``dtype`` casts the input first."""
         from .nn import functional as F
-        return F.log_softmax(self if dtype is None else self.to(dtype), dim)
+        return F.log_softmax(self, dim, dtype) if dtype is not None else F.log_softmax(self, dim)
 
     def isinf(self):
         return unary("isinf", self)

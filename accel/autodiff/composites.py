@@ -15,18 +15,20 @@ _INV_SQRT_2PI = 0.3989422804014327
 _SQRT_2_OVER_PI = 0.7978845608028654
 
 
-def softmax_backward(g, y, x, dim=-1):
+def softmax_backward(g, y, x, dim=-1, dtype=None):
     d = _dim(dim, max(len(x.shape), 1), "softmax")
     if not x.shape:
-        return (g * 0,)
-    return (y * (g - (g * y).sum(d, keepdim=True)),)
+        return ((g * 0).to(x.dtype),)
+    gx = y * (g - (g * y).sum(d, keepdim=True))
+    return (gx if dtype is None else gx.to(x.dtype),)
 
 
-def log_softmax_backward(g, y, x, dim=-1):
+def log_softmax_backward(g, y, x, dim=-1, dtype=None):
     d = _dim(dim, max(len(x.shape), 1), "log_softmax")
     if not x.shape:
-        return (g * 0,)
-    return (g - y.exp() * g.sum(d, keepdim=True),)
+        return ((g * 0).to(x.dtype),)
+    gx = g - y.exp() * g.sum(d, keepdim=True)
+    return (gx if dtype is None else gx.to(x.dtype),)
 
 
 def gelu_backward(g, y, x, approximate="none"):

@@ -44,9 +44,10 @@ def tanh(x):
 
 
 @composite
-def softmax(x, dim=-1):
-    """exp(x) / sum(exp(x)) along ``dim``, shifted by the max so large inputs do not overflow."""
-    x = _floating(x, "softmax")
+def softmax(x, dim=-1, dtype=None):
+    """exp(x) / sum(exp(x)) along ``dim``, shifted by the max so large inputs do not overflow;
+    ``dtype`` casts the input first (PyTorch's ``dtype=``)."""
+    x = _floating(x if dtype is None else _cast(x, dtype, "softmax"), "softmax")
     d = _dim(dim, max(len(x.shape), 1), "softmax")
     if not x.shape:
         return x - x + 1
@@ -56,9 +57,9 @@ def softmax(x, dim=-1):
 
 
 @composite
-def log_softmax(x, dim=-1):
-    """x - logsumexp(x) along ``dim``, computed stably."""
-    x = _floating(x, "log_softmax")
+def log_softmax(x, dim=-1, dtype=None):
+    """x - logsumexp(x) along ``dim``, computed stably; ``dtype`` casts the input first."""
+    x = _floating(x if dtype is None else _cast(x, dtype, "log_softmax"), "log_softmax")
     d = _dim(dim, max(len(x.shape), 1), "log_softmax")
     if not x.shape:
         return x - x
@@ -75,6 +76,12 @@ def linear(x, weight, bias=None):
             raise ArgumentTypeError("linear: expected a tensor %s, found %s" % (name, type(t).__name__))
     out = x @ weight.transpose(0, 1) if len(weight.shape) == 2 else x @ weight
     return out + bias if bias is not None else out
+
+
+def _cast(x, dtype, op):
+    if type(x) is not Tensor:
+        raise ArgumentTypeError("%s: expected a tensor, found %s" % (op, type(x).__name__))
+    return x.to(dtypes.get(dtype, op))
 
 
 def _floating(x, op):

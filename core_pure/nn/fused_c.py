@@ -67,14 +67,14 @@ def _softmax_fast(log, x, dim):
     return _new(out, x.shape, x.device)
 
 
-def _softmax(x, dim=-1):
-    out = _softmax_fast(False, x, dim)
-    return out if out is not None else COMPOSITES["softmax"](x, dim)
+def _softmax(x, dim=-1, dtype=None):
+    out = _softmax_fast(False, x, dim) if dtype is None else None
+    return out if out is not None else COMPOSITES["softmax"](x, dim, dtype)
 
 
-def _log_softmax(x, dim=-1):
-    out = _softmax_fast(True, x, dim)
-    return out if out is not None else COMPOSITES["log_softmax"](x, dim)
+def _log_softmax(x, dim=-1, dtype=None):
+    out = _softmax_fast(True, x, dim) if dtype is None else None
+    return out if out is not None else COMPOSITES["log_softmax"](x, dim, dtype)
 
 
 def _layer_norm_fast(x, normalized_shape, weight, bias, eps):

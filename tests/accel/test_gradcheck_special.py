@@ -78,3 +78,20 @@ def test_gradient_matches_pytorch_at_edges(inner, name, fn, ref, values, dtype):
     want = xt.grad.tolist()
     for a, b in zip(got, want):
         assert a == pytest.approx(b, rel=1e-6, abs=1e-7), "%s: gradient %s, PyTorch %s" % (name, got, want)
+
+
+@pytest.mark.parametrize("inner", [d for _, d in _inner_devices()], ids=[n for n, _ in _inner_devices()])
+def test_softmax_dtype_gradient_comes_back_in_the_input_dtype(inner):
+    dev = Autodiff(inner)
+    vals = [[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]]
+    x = ember.tensor(vals, dtype=ember.float16, device=dev).requires_grad_()
+    w = ember.tensor([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]], device=dev)
+    g = x.grad((F.log_softmax(x, 1, dtype=ember.float32) * w).sum().backward())
+    xt = torch.tensor(vals, dtype=torch.float16, requires_grad=True)
+    (torch.nn.functional.log_softmax(xt, 1, dtype=torch.float32) * torch.tensor([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]])).sum().backward()
+    assert g.dtype is ember.float16
+    assert g.tolist() == xt.grad.tolist()
+    s = x.grad((x.softmax(0, dtype=ember.float32) * w).sum().backward())
+    xt.grad = None
+    (xt.softmax(0, dtype=torch.float32) * torch.tensor([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]])).sum().backward()
+    assert s.dtype is ember.float16 and s.reshape(-1).tolist() == pytest.approx(xt.grad.reshape(-1).tolist(), abs=1e-3)

@@ -87,6 +87,10 @@ def softmax_cases():
                        lambda np, x: np_softmax(np, x, 1), [F((2, 5), "f16")], "f32", C))
     specs.append(kcase("Tensor.log_softmax.f32.dtype_f64", lambda x: x.log_softmax(1, dtype=ember.float64),
                        lambda np, x: np.log(np_softmax(np, x, 1)), [F((2, 5))], "f64", (1e-6, 1e-7)))
+    specs.append(case("softmax.f16.dtype_f32", lambda x: nnf.softmax(x, -1, dtype=ember.float32),
+                      lambda np, x: np_softmax(np, x, -1), [F((3, 4), "f16")], "f32", C))
+    specs.append(case("log_softmax.i64.dtype_f64", lambda x: nnf.log_softmax(x, 1, dtype="float64"),
+                      lambda np, x: np.log(np_softmax(np, x, 1)), [kit.I((2, 3), "i64", -3, 4)], "f64", (1e-12, 1e-14)))
     specs.append(kcase("ember.softmax.f32.dim0", lambda x: ember.softmax(x, 0), lambda np, x: np_softmax(np, x, 0), [F((3, 2))], "f32", C))
     return specs
 

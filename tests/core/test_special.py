@@ -85,3 +85,19 @@ def test_pow_overflow_is_inf_on_every_interpreter(device):
     check.assert_equal(x ** 1e20, [float("inf"), 0.0, 1.0, 1.0, float("inf"), float("inf")])
     check.assert_equal(x ** -1e20, [0.0, float("inf"), 1.0, 1.0, 0.0, 0.0])
     check.assert_equal(ember.tensor([1e20, -1e20], device=device).exp2(), [float("inf"), 0.0])
+
+
+def test_uint8_promotes_as_pytorch_does(device):
+    # torch.promote_types(torch.uint8, x) for each x; int8 gives int16 in PyTorch, which ember lacks
+    u = ember.uint8
+    want = [(ember.bool, u), (ember.uint8, u), (ember.int8, ember.int32), (ember.int32, ember.int32),
+            (ember.int64, ember.int64), (ember.float16, ember.float16), (ember.bfloat16, ember.bfloat16),
+            (ember.float32, ember.float32), (ember.float64, ember.float64)]
+    x = ember.ones(2, dtype=u, device=device)
+    for other, result in want:
+        y = ember.ones(2, dtype=other, device=device)
+        check.assert_true((x + y).dtype is result and (y + x).dtype is result, "%s + %s" % (u, other))
+    check.assert_true((x + 300).dtype is u and (x + 300).tolist() == [45, 45])
+    check.assert_true((x * 2.5).dtype is ember.float32 and (x > 0).dtype is ember.bool)
+    check.assert_true(ember.tensor([1, 2], dtype="uint8", device=device).dtype is u)
+    check.assert_true(repr(x).endswith("dtype=uint8, device=%r)" % (device,)), repr(x))
