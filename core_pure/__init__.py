@@ -45,6 +45,7 @@ def __getattr__(name):
         __import__(__name__ + ".functional")
         fn = getattr(_sys.modules[__name__ + ".functional"], name, None)
         if fn is not None:
+            globals()[name] = fn  # the next ember.X is a plain attribute
             return fn
     if missing is not None and name[0] == "_":
         raise missing

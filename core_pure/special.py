@@ -114,18 +114,18 @@ def exp2(x):
 def logaddexp(a, b):
     """log(exp(a) + exp(b)), elementwise, without overflow."""
     a, b, dt = _common(a, b, "logaddexp")
-    m = binary("maximum", a, b)
-    r = m + (-(binary("sub", a, b).abs())).exp().log1p()
-    return _down(where(binary("eq", a, b), binary("add", a, _LN2) if type(a) is Tensor else b + _LN2, r), dt)
+    r = binary("maximum", a, b) + (-(binary("sub", a, b).abs())).exp().log1p()
+    tie = (a if type(a) is Tensor else b) + _LN2  # equal infinities too, where a - b is nan
+    return _down(where(binary("eq", a, b), tie, r), dt)
 
 
 @composite
 def logaddexp2(a, b):
     """log2(2**a + 2**b), elementwise, without overflow."""
     a, b, dt = _common(a, b, "logaddexp2")
-    m = binary("maximum", a, b)
-    r = m + binary("pow", 2.0, -(binary("sub", a, b).abs())).log1p() * _INV_LN2
-    return _down(where(binary("eq", a, b), binary("add", a, 1.0) if type(a) is Tensor else b + 1.0, r), dt)
+    r = binary("maximum", a, b) + binary("pow", 2.0, -(binary("sub", a, b).abs())).log1p() * _INV_LN2
+    tie = (a if type(a) is Tensor else b) + 1.0
+    return _down(where(binary("eq", a, b), tie, r), dt)
 
 
 # -- sign and remainder --------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 (allclose), type names, and a clear ember error for each bad input."""
 import ember
 import ember.nn.functional as nnf
+import ember.special
 from ember.nn import activation as act
 from harness import check
 
@@ -34,6 +35,16 @@ def _bad_math(d):
         ("ArgumentError", "isclose:", lambda: x.isclose(x, rtol=-1.0)),
         ("ArgumentTypeError", "isclose:", lambda: x.isclose("a")),
         ("ArgumentTypeError", "asinh:", lambda: ember.asinh([1.0])),
+        ("ArgumentTypeError", "acosh:", lambda: ember.special.acosh(2.0)),
+        ("ArgumentTypeError", "atanh:", lambda: ember.special.atanh(None)),
+        ("ArgumentTypeError", "log2:", lambda: ember.special.log2("x")),
+        ("ArgumentTypeError", "log10:", lambda: ember.special.log10([1])),
+        ("ArgumentTypeError", "exp2:", lambda: ember.special.exp2(1.0)),
+        ("ShapeError", "logaddexp2:", lambda: x.logaddexp2(ember.ones(3, 2, device=d))),
+        ("ArgumentTypeError", "copysign:", lambda: ember.special.copysign(1.0, x)),
+        ("ArgumentTypeError", "fmod:", lambda: ember.special.fmod(1.0, x)),
+        ("DTypeError", "lshift:", lambda: ember.ones(2, dtype=ember.uint8, device=d) << 1.5),
+        ("DTypeError", "and:", lambda: ember.ones(2, dtype=ember.uint8, device=d) & x[0, :2]),
     ]
 
 
@@ -67,6 +78,11 @@ def _bad_activations(d):
         ("IndexOutOfRange", "softmin:", lambda: nnf.softmin(x, 3)),
         ("ArgumentTypeError", "softsign:", lambda: nnf.softsign([1.0])),
         ("ArgumentTypeError", "logsigmoid:", lambda: nnf.logsigmoid(2.0)),
+        ("ArgumentTypeError", "selu:", lambda: nnf.selu([1.0])),
+        ("ArgumentTypeError", "relu6:", lambda: nnf.relu6(1.0)),
+        ("ArgumentTypeError", "hardtanh:", lambda: nnf.hardtanh(1.0)),
+        ("DTypeError", "softmax:", lambda: nnf.softmax(x, 0, dtype="complex64")),
+        ("DTypeError", "log_softmax:", lambda: x.log_softmax(0, dtype="float128")),
         ("DTypeError", "type:", lambda: x.type("torch.ShortTensor")),
         ("DTypeError", "type:", lambda: x.type("complex")),
     ]
