@@ -255,3 +255,34 @@ class SoftmaxConfig(Config):
 class LogSoftmaxConfig(Config):
     FIELDS = (("dim", -1, "int"),)
     MODULE = LogSoftmax
+
+
+class SoftsignConfig(Config):
+    MODULE = Softsign
+
+
+class SELUConfig(Config):
+    MODULE = SELU
+
+
+class ReLU6Config(Config):
+    MODULE = ReLU6
+
+
+class LogSigmoidConfig(Config):
+    MODULE = LogSigmoid
+
+
+class CELUConfig(Config):
+    FIELDS = (("alpha", 1.0, "float"),)
+    MODULE = CELU
+
+
+class HardtanhConfig(Config):
+    FIELDS = (("min_val", -1.0, "float"), ("max_val", 1.0, "float"))
+    MODULE = Hardtanh
+
+
+class SoftminConfig(Config):
+    FIELDS = (("dim", -1, "int"),)
+    MODULE = Softmin

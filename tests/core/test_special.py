@@ -117,3 +117,16 @@ def test_uint8_promotes_as_pytorch_does(device):
     check.assert_true((x * 2.5).dtype is ember.float32 and (x > 0).dtype is ember.bool)
     check.assert_true(ember.tensor([1, 2], dtype="uint8", device=device).dtype is u)
     check.assert_true(repr(x).endswith("dtype=uint8, device=%r)" % (device,)), repr(x))
+
+
+def test_activation_configs_build_their_modules(device):
+    x = ember.tensor([[-7.0, -0.5, 0.0, 0.5, 7.0]], device=device)
+    for cfg, cls, fn in ((act.SoftsignConfig(), act.Softsign, nnf.softsign), (act.SELUConfig(), act.SELU, nnf.selu),
+                         (act.ReLU6Config(), act.ReLU6, nnf.relu6), (act.LogSigmoidConfig(), act.LogSigmoid, nnf.logsigmoid),
+                         (act.CELUConfig(0.5), act.CELU, lambda t: nnf.celu(t, 0.5)),
+                         (act.HardtanhConfig(-2.0, 3.0), act.Hardtanh, lambda t: nnf.hardtanh(t, -2.0, 3.0)),
+                         (act.SoftminConfig(0), act.Softmin, lambda t: nnf.softmin(t, 0))):
+        m = cfg.init(device)
+        check.assert_true(type(m) is cls, "%r built %s" % (cfg, type(m).__name__))
+        check.assert_equal(m(x), fn(x), repr(cfg))
+    check.assert_true(repr(act.Hardtanh(-2.0, 3.0)) == "Hardtanh(min_val=-2.0, max_val=3.0)", repr(act.Hardtanh(-2.0, 3.0)))
