@@ -1,4 +1,6 @@
-# ember developer tasks (GNU make). Needs only python3 (with venv), node and npm.
+# ember developer tasks (GNU make). Needs only python3, node and npm: the system packages the rest
+# needs (python3-venv, python3-dev, gcc, a Vulkan driver) are installed as root, else named
+# (tools/system_packages.sh; EMBER_SYSTEM_PACKAGES=0 skips that check).
 #
 #   make test       CPython tests (pytest), MicroPython tests, board checks; fails if any fails
 #   make test-py    pytest in .venv (all but tests/boards), EMBER_REQUIRE_BACKENDS as below
@@ -33,13 +35,18 @@ MPY_PORTS ?= wasm unix
 PYTEST_ARGS ?=
 MPY_ARGS ?=
 
-.PHONY: test test-py test-mpy test-boards demo bench cross-check clean venv $(VENV) node_modules
+.PHONY: test test-py test-mpy test-boards demo bench cross-check clean venv system $(VENV) node_modules
 
 # ---- environments -----------------------------------------------------------
 
+# apt-get as root, else a stop with the command to run; quick when nothing is missing
+system:
+	@PYTHON='$(PYTHON)' tools/system_packages.sh
+
 $(VENV) venv: $(VENV_STAMP)
 
-$(VENV_STAMP): pyproject.toml setup.py $(wildcard ext_c/*.c ext_c/*.h ext_c/build_ckernels.py)
+# order-only (|): the system check runs first but never makes the venv out of date
+$(VENV_STAMP): pyproject.toml setup.py $(wildcard ext_c/*.c ext_c/*.h ext_c/build_ckernels.py) | system
 	@if ! $(PYTHON) -c 'import venv, ensurepip' 2>/dev/null; then \
 	  echo "$(PYTHON) cannot create virtual environments (on Debian: apt-get install python3-venv)" >&2; \
 	  exit 1; fi
@@ -60,7 +67,7 @@ $(NODE_STAMP):
 
 # ---- tests -------------------------------------------------------------------
 
-test: $(VENV) node_modules
+test: system $(VENV) node_modules
 	@status=0; \
 	$(MAKE) --no-print-directory test-py || status=1; \
 	$(MAKE) --no-print-directory test-mpy || status=1; \
@@ -102,7 +109,7 @@ test-mpy: $(foreach port,$(MPY_PORTS),$(MPY_NEEDS_$(port)))
 # contains "# cpython-only". train_digits.py sorts last: it trains a CNN on the
 # digits (dashboard in a terminal, progress lines otherwise), then runs
 # examples/digits/classify.py under MicroPython itself and compares the two.
-demo: $(VENV) node_modules
+demo: system $(VENV) node_modules
 	@shopt -s nullglob; files=(examples/*.py); \
 	if [ $${#files[@]} -eq 0 ]; then echo "no examples/*.py"; exit 0; fi; \
 	for f in $$(printf '%s\n' "$${files[@]}" | LC_ALL=C sort); do \
