@@ -36,6 +36,8 @@ def _tensor_class():
 
 
 def composite(fn):
+    """Register ``fn`` as the composite op of its name; returns the function users call, which
+    resolves each call for the device of its first tensor argument (see the module doc)."""
     name = fn.__name__
     Tensor = _tensor_class()
 
@@ -51,9 +53,12 @@ def composite(fn):
                 return run(a.device, name, args, kwargs)
         return fn(*args, **kwargs)
 
-    try:  # keeps help() useful on CPython; MicroPython functions take no attributes
+    try:  # help() and IDEs show fn's name, doc and signature on CPython; MicroPython functions take no attributes
         dispatch.__name__ = name
+        dispatch.__qualname__ = fn.__qualname__
+        dispatch.__module__ = fn.__module__
         dispatch.__doc__ = fn.__doc__
+        dispatch.__wrapped__ = fn  # what inspect.signature follows
     except AttributeError:
         pass
     COMPOSITES[name] = fn
