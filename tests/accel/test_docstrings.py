@@ -11,11 +11,17 @@ declared so (its code's name is its own name): a wrapper that lost the function 
 """
 import importlib
 import inspect
+import types
 
+# the layer modules are namespaces too: a board imports them one by one (ember.nn's docstring)
+LAYER_MODULES = ["activation", "attention", "config", "conv", "dropout", "embedding", "flatten", "linear", "module",
+                 "norm", "pool", "positional", "recurrent", "transformer"]
 NAMESPACES = [
     "ember",
+    "ember.backend",
     "ember.nn",
     "ember.nn.layers",
+] + ["ember.nn." + m for m in LAYER_MODULES] + [
     "ember.nn.functional",
     "ember.nn.init",
     "ember.record",
@@ -34,7 +40,7 @@ NAMESPACES = [
     "ember.accel.deploy",
 ]
 
-_OPTIONAL = {"ember.accel.wgpu": "wgpu"}  # namespaces whose third-party module may be missing
+OPTIONAL = ("ember.accel.wgpu",)  # namespaces whose third-party module may be missing here
 
 
 def _public(module):
@@ -50,8 +56,8 @@ def _ours(obj):
 
 
 def _members(cls):
-    """(name, the function or property) for each public method and property of ``cls`` and of its
-    ember base classes, nearest first, each name once."""
+    """(name, the class defining it, the function or property) for each public method and property
+    of ``cls`` and of its ember base classes, nearest first, each name once."""
     seen = set()
     for klass in cls.__mro__:
         if not _ours(klass):
@@ -93,16 +99,19 @@ def _method_doc(cls, name, value):
     return inspect.getdoc(getattr(cls, name))
 
 
-def walk():
-    """(every public name checked, the gaps: 'where: what is missing')."""
+def walk(namespaces=NAMESPACES):
+    """(every public name checked, the gaps: 'where: what is missing'); ``namespaces`` holds module
+    names or modules."""
     checked, gaps, seen = [], [], set()
-    for modname in NAMESPACES:
-        try:
-            module = importlib.import_module(modname)
-        except ImportError:
-            if modname in _OPTIONAL:
-                continue
-            raise
+    for module in namespaces:
+        if type(module) is str:
+            try:
+                module = importlib.import_module(module)
+            except ImportError:
+                if module in OPTIONAL:
+                    continue
+                raise
+        modname = module.__name__
         if not inspect.getdoc(module):
             gaps.append("%s: no module docstring" % modname)
         for name in _public(module):
@@ -118,6 +127,9 @@ def walk():
                 gaps.append("%s: signature %s" % (where, inspect.signature(obj)))
             if not inspect.isclass(obj):
                 continue
+            init = vars(obj).get("__init__")
+            if inspect.isfunction(init) and _fake_signature(init):
+                gaps.append("%s: signature %s" % (where, inspect.signature(obj)))
             if issubclass(obj, BaseException):
                 continue  # an error's methods are Python's own
             for mname, owner, value in _members(obj):
@@ -155,15 +167,42 @@ def test_composites_show_the_wrapped_function():
 
 
 def test_the_walk_reports_each_gap():
-    def undocumented(*args, **kwargs):
+    def undocumented(x):
+        return x
+
+    def declared(*args, **kwargs):
+        """Really takes anything."""
         return args, kwargs
 
     def wrapper(*args, **kwargs):
         return undocumented(*args, **kwargs)
-    wrapper.__name__ = "shown"
+    wrapper.__name__ = wrapper.__qualname__ = "shown"
+    wrapper.__doc__ = "A wrapper that lost its function's signature."
 
-    assert not _fake_signature(undocumented)  # declared so: its real signature
-    assert _fake_signature(wrapper)  # a renamed wrapper without __wrapped__
-    wrapper.__wrapped__ = walk
-    assert not _fake_signature(wrapper)
+    class Planted:
+        """Documented, but not its method or its property."""
 
+        def method(self):
+            return self
+
+        @property
+        def prop(self):
+            return 1
+
+    module = types.ModuleType("ember.planted")  # no module docstring either
+    for obj in (undocumented, declared, wrapper, Planted):
+        obj.__module__ = "ember.planted"
+        obj.__qualname__ = obj.__name__
+        setattr(module, obj.__name__, obj)
+    checked, gaps = walk([module])
+    assert sorted(gaps) == sorted([
+        "ember.planted: no module docstring",
+        "ember.planted.undocumented: no docstring",
+        "ember.planted.shown: signature (*args, **kwargs)",
+        "ember.planted.Planted.method: no docstring",
+        "ember.planted.Planted.prop: no docstring",
+    ]), gaps
+    assert len(checked) == 6
+    wrapper.__wrapped__ = undocumented  # what composite sets: the signature shown is the function's
+    assert str(inspect.signature(wrapper)) == "(x)"
+    assert "ember.planted.shown: signature (*args, **kwargs)" not in walk([module])[1]
