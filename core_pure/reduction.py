@@ -197,11 +197,13 @@ def _scan(op, x, dim, out_dtype):
 
 
 def cumsum(x, dim):
+    """Running sums along ``dim`` (``Tensor.cumsum``); bool and integers accumulate in int64."""
     x = _accumulating(x)
     return _scan("cumsum", x, dim, x.dtype)
 
 
 def cumprod(x, dim):
+    """Running products along ``dim`` (``Tensor.cumprod``); bool and integers accumulate in int64."""
     x = _accumulating(x)
     return _scan("cumprod", x, dim, x.dtype)
 
@@ -223,6 +225,7 @@ def sort(x, dim=-1, descending=False):
 
 
 def argsort(x, dim=-1, descending=False):
+    """The indices that sort ``x`` along ``dim`` (stable; nan last, first when descending)."""
     return sort(x, dim, descending).indices
 
 
