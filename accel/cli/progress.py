@@ -3,7 +3,7 @@ a pipe (a line at most every ``every`` seconds, and always the last), so logs st
 import sys
 import time
 
-from ember.accel.train.progress import format_seconds
+from ember.accel.text import format_seconds
 
 
 class Progress:

@@ -9,15 +9,7 @@ dashboard runs it in a thread while its terminal UI owns the main thread.
 import sys
 import time
 
-
-def format_seconds(s):
-    """``75.4`` -> ``"1:15"``, ``3725`` -> ``"1:02:05"``."""
-    if s != s or s in (float("inf"), float("-inf")):
-        return "?"
-    s = int(round(s))
-    h, rest = divmod(s, 3600)
-    m, sec = divmod(rest, 60)
-    return "%d:%02d:%02d" % (h, m, sec) if h else "%d:%02d" % (m, sec)
+from ..text import format_seconds  # noqa: F401  (the dashboard and the CLI use it too)
 
 
 def format_value(v, fmt="%.4f"):

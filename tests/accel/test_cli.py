@@ -207,3 +207,13 @@ def test_progress_lines_in_a_pipe_and_quiet_for_quick_jobs(monkeypatch):
     lines = slow.getvalue().splitlines()
     assert lines[0].startswith("slow 2/4 ( 50%) 0.33 files/s, 0:06 elapsed, ETA 0:06 - x")
     assert lines[-1].startswith("slow 4/4 (100%)") and len(lines) == 2
+
+
+def test_the_cli_needs_nothing_beyond_the_core():
+    # a bare `pip install ember`: no numpy, no wgpu; `ember info` and `ember inspect` still work
+    code = ("import sys\nfor m in ('numpy', 'wgpu', 'torch', 'textual'): sys.modules[m] = None\n"
+            "from ember.accel.cli import main\nsys.exit(main(['info']))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "numpy   no:" in proc.stdout and "pip install ember[numpy]" in proc.stdout
+    assert "wgpu    no:" in proc.stdout and "pip install ember[gpu]" in proc.stdout
