@@ -20,6 +20,11 @@ from .movement import cat, stack, flip, roll, split, chunk, narrow, tril, triu
 from .indexing import gather, scatter, index_select, masked_fill, masked_select, nonzero, take
 from .reduction import sort, argsort, topk, unique, cumsum, cumprod, logsumexp
 from .linalg import matmul
+from .linalg import diag, diagonal
+from .einsum import einsum
+from .movement import meshgrid, repeat_interleave, unflatten
+from .reduction import logcumsumexp, std_mean, var_mean
+from .indexing import scatter_reduce
 
 bool = bool_  # noqa: A001  (ember.bool reads like torch.bool; the builtin stays reachable as builtins.bool)
 

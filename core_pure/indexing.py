@@ -441,3 +441,96 @@ def one_hot(index, num_classes=-1):
                               % (num_classes, index.min().item(), index.max().item()))
     classes = arange(num_classes, device=index.device)
     return (index.unsqueeze(-1) == classes).to(dtypes.int64)
+
+
+_SCATTER_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+
+
+def _check_scatter_args(x, d, index, src, op):
+    if len(index.shape) != len(x.shape) or len(src.shape) != len(x.shape):
+        raise ShapeError("%s: expected index and src with %d dims, found %s and %s"
+                         % (op, len(x.shape), index.shape, src.shape))
+    for k in range(len(x.shape)):
+        if index.shape[k] > src.shape[k] or (k != d and index.shape[k] > x.shape[k]):
+            raise ShapeError("%s: index shape %s exceeds src %s or input %s in dim %d"
+                             % (op, index.shape, src.shape, x.shape, k))
+
+
+def scatter_reduce(x, dim, index, src, reduce, include_self=True):
+    """A copy of ``x`` where each ``src`` value at ``index`` along ``dim`` is combined into its
+    target by ``reduce`` (``sum``, ``prod``, ``mean``, ``amax``, ``amin``), with the target's own
+    value among them when ``include_self``; targets no index names keep ``x``'s value."""
+    from .creation import ones, zeros
+    from .elementwise import same_device, where
+    from .errors import checking
+    op = "scatter_reduce"
+    if reduce not in _SCATTER_REDUCTIONS:
+        raise ArgumentError("%s: reduce must be one of %s, found %r" % (op, ", ".join(_SCATTER_REDUCTIONS), reduce))
+    index = _index_tensor(index, op)
+    if type(src) is not Tensor:
+        raise ArgumentTypeError("%s: expected a tensor src, found %s" % (op, type(src).__name__))
+    same_device(x, index, op)
+    same_device(x, src, op)
+    if x.dtype is dtypes.bool_:
+        raise DTypeError("%s: expected a float or integer tensor, found bool" % op)
+    if not x.shape:
+        flat = scatter_reduce(x.reshape(1), 0, index.reshape(-1), src.reshape(-1), reduce, include_self)
+        return flat.reshape(())
+    d = _dim(dim, len(x.shape), op)
+    _check_scatter_args(x, d, index, src, op)
+    src = src.to(x.dtype)
+    if index.numel() == 0:
+        return x.clone()
+    n = x.shape[d]
+    with checking():  # a check only: the value read decides whether to raise
+        bad = ((index < 0) | (index >= n)).any().item()
+    if bad:
+        raise IndexOutOfRange("%s: index values must be in [0, %d) for dim %d, found %d..%d"
+                              % (op, n, d, index.min().item(), index.max().item()))
+    src = src[tuple(slice(0, s) for s in index.shape)]
+    if reduce in ("sum", "mean"):
+        counts = zeros(x.shape, dtype=dtypes.int64, device=x.device).scatter_add(
+            d, index, ones(index.shape, dtype=dtypes.int64, device=x.device))
+        base = x if include_self else where(counts > 0, 0, x).to(x.dtype)
+        total = base.scatter_add(d, index, src)
+        if reduce == "sum":
+            return total
+        divisor = (counts + 1 if include_self else counts).clamp(min=1)
+        if x.dtype.kind == "f":
+            return total / divisor.to(x.dtype)
+        return (total // divisor).to(x.dtype)
+    return _scatter_dense(x, d, index, src, reduce, include_self, n)
+
+
+def _scatter_dense(x, d, index, src, reduce, include_self, n):
+    """prod/amax/amin without a scatter kernel for them: compare every index with every target
+    position (index.shape + (n,) values), reduce over ``d``, and merge into ``x``."""
+    from .creation import arange
+    from .elementwise import where
+    nd = len(x.shape)
+    hit = index.unsqueeze(-1) == arange(n, device=x.device).reshape((1,) * nd + (n,))
+    if reduce == "prod":
+        fill = 1
+    elif x.dtype.kind == "f":
+        fill = float("-inf") if reduce == "amax" else float("inf")
+    else:  # the smallest (largest) src value is neutral for amax (amin)
+        fill = src.min() if reduce == "amax" else src.max()
+    vals = where(hit, src.unsqueeze(-1), fill).to(x.dtype)
+    if reduce == "prod":
+        part = vals.prod(d)
+    else:
+        part = vals.max(d).values if reduce == "amax" else vals.min(d).values
+    order = tuple(range(d)) + (nd - 1,) + tuple(range(d, nd - 1))
+    part = part.permute(order)
+    touched = hit.any(d).permute(order)
+    region = tuple(slice(0, n) if k == d else slice(0, s) for k, s in enumerate(index.shape))
+    whole = tuple(n if k == d else s for k, s in enumerate(index.shape)) == x.shape
+    own = x if whole else x[region]
+    if include_self:
+        part = own * part if reduce == "prod" else own.maximum(part) if reduce == "amax" else own.minimum(part)
+    merged = where(touched, part, own).to(x.dtype)
+    if whole:
+        return merged
+    out = x.clone()
+    out[region] = merged
+    return out
