@@ -487,7 +487,9 @@ def scatter_reduce(x, dim, index, src, reduce, include_self=True):
     if bad:
         raise IndexOutOfRange("%s: index values must be in [0, %d) for dim %d, found %d..%d"
                               % (op, n, d, index.min().item(), index.max().item()))
-    src = src[tuple(slice(0, s) for s in index.shape)]
+    for k, s in enumerate(index.shape):
+        if src.shape[k] != s:
+            src = src.narrow(k, 0, s)
     if reduce in ("sum", "mean"):
         counts = zeros(x.shape, dtype=dtypes.int64, device=x.device).scatter_add(
             d, index, ones(index.shape, dtype=dtypes.int64, device=x.device))
@@ -523,14 +525,17 @@ def _scatter_dense(x, d, index, src, reduce, include_self, n):
     order = tuple(range(d)) + (nd - 1,) + tuple(range(d, nd - 1))
     part = part.permute(order)
     touched = hit.any(d).permute(order)
-    region = tuple(slice(0, n) if k == d else slice(0, s) for k, s in enumerate(index.shape))
-    whole = tuple(n if k == d else s for k, s in enumerate(index.shape)) == x.shape
-    own = x if whole else x[region]
+    region = tuple(n if k == d else s for k, s in enumerate(index.shape))
+    whole = region == x.shape
+    own = x
+    for k, s in enumerate(region):
+        if s != x.shape[k]:
+            own = own.narrow(k, 0, s)
     if include_self:
         part = own * part if reduce == "prod" else own.maximum(part) if reduce == "amax" else own.minimum(part)
     merged = where(touched, part, own).to(x.dtype)
     if whole:
         return merged
     out = x.clone()
-    out[region] = merged
+    out[tuple(_Slicer()[0:s] for s in region)] = merged
     return out

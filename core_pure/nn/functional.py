@@ -766,8 +766,18 @@ def kl_div(input, target, reduction="mean", log_target=False):
     return _reduce_loss(loss, reduction, "kl_div")
 
 
-# 3-D convolution and pooling, unpooling and im2col: composed from the ops above (nn/spatial.py)
-from .spatial import avg_pool3d, conv3d, conv_transpose3d, max_pool3d, max_unpool2d, unfold  # noqa: E402, F401
+# 3-D convolution and pooling, unpooling and im2col (nn/spatial.py) load on first use, so a board
+# that never calls them does not hold them
+_SPATIAL = ("avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d", "max_unpool2d", "unfold")
+
+
+def __getattr__(name):
+    """``F.conv3d`` and the other ops of ``nn/spatial.py``, imported when first asked for."""
+    if name in _SPATIAL:
+        from . import spatial
+        return getattr(spatial, name)
+    raise AttributeError("module 'ember.nn.functional' has no attribute '%s'" % name)
+
 
 # Where the C kernels load, the C-backed Cpu runs some of these as fused kernels (nn/fused_c.py).
 from ..backends.cpu import ckernels as _ckernels  # noqa: E402
