@@ -45,6 +45,7 @@ def _expand(term, ndim, ell, op, k):
 
 
 def _parse(equation, operands, op):
+    """(per operand its labels with ``...`` spelled out, the output's labels)."""
     eq = equation.replace(" ", "")
     if eq.count("->") > 1:
         raise ArgumentError("%s: expected at most one '->', found %r" % (op, equation))
@@ -115,6 +116,7 @@ def _diagonalize(t, labels):
 
 
 def _sum_labels(t, labels, drop):
+    """``t`` summed over the dims whose labels are in ``drop``, and the labels left."""
     dims = tuple(i for i, c in enumerate(labels) if c in drop)
     if not dims:
         return t, labels

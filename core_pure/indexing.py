@@ -447,6 +447,7 @@ _SCATTER_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 
 
 def _check_scatter_args(x, d, index, src, op):
+    """``index`` and ``src`` have x's rank and fit inside ``src`` (and ``x`` off dim ``d``)."""
     if len(index.shape) != len(x.shape) or len(src.shape) != len(x.shape):
         raise ShapeError("%s: expected index and src with %d dims, found %s and %s"
                          % (op, len(x.shape), index.shape, src.shape))

@@ -142,10 +142,12 @@ class Conv3d(_ConvNd):
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  bias=True, device=None, generator=None):
+        """PyTorch's arguments; ``generator`` draws the initial weights."""
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device,
                          generator)
 
     def _conv(self, x):
+        """The convolution of a batched input."""
         return F.conv3d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
@@ -157,12 +159,14 @@ class ConvTranspose3d(_ConvNd):
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
                  bias=True, dilation=1, device=None, generator=None):
+        """PyTorch's arguments; ``generator`` draws the initial weights."""
         if type(padding) is str:
             raise ArgumentError("ConvTranspose3d: padding must be an int or three ints, found %r" % (padding,))
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device,
                          generator, transposed=True, output_padding=output_padding)
 
     def _conv(self, x):
+        """The transposed convolution of a batched input."""
         return F.conv_transpose3d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
                                   self.groups, self.dilation)
 

@@ -168,6 +168,7 @@ def add_bias(out, bias, op):
 
 
 def _conv(x, weight, bias, stride, padding, dilation, groups, n, op):
+    """An ``n``-D convolution (n = 1, 2) by the backend's ``conv`` primitive, plus the bias."""
     dev, x, weight, stride, pads, dilation = conv_args(x, weight, stride, padding, dilation, groups, n, op)
     kernel = weight.shape[2:]
     data = dev.conv(x._data, weight._data, stride, pads, dilation, groups)

@@ -91,6 +91,7 @@ class MaxPool3d(_MaxPool):
     NAME = "MaxPool3d"
 
     def _pool(self, x):
+        """The pooling of a batched input."""
         return F.max_pool3d(x, self.kernel_size, self.stride, self.padding, self.dilation)
 
 
@@ -102,11 +103,13 @@ class AvgPool3d(_AvgPool):
     NAME = "AvgPool3d"
 
     def __init__(self, kernel_size, stride=None, padding=0, count_include_pad=True, divisor_override=None):
+        """PyTorch's arguments; ``stride`` defaults to ``kernel_size``."""
         super().__init__(kernel_size, stride, padding)
         self.count_include_pad = count_include_pad
         self.divisor_override = divisor_override
 
     def _pool(self, x):
+        """The pooling of a batched input."""
         return F.avg_pool3d(x, self.kernel_size, self.stride, self.padding, self.count_include_pad,
                             self.divisor_override)
 
@@ -116,6 +119,7 @@ class MaxUnpool2d(Module):
     at its index in a zero plane (``output_size`` picks among the sizes a pool could have come from)."""
 
     def __init__(self, kernel_size, stride=None, padding=0):
+        """The pool's arguments; ``stride`` defaults to ``kernel_size``."""
         super().__init__()
         self.kernel_size = kernel_size
         self.stride = kernel_size if stride is None else stride
@@ -126,6 +130,7 @@ class MaxUnpool2d(Module):
         return F.max_unpool2d(x, indices, self.kernel_size, self.stride, self.padding, output_size)
 
     def extra_repr(self):
+        """The arguments, as repr shows them."""
         return "kernel_size=%r, stride=%r, padding=%r" % (self.kernel_size, self.stride, self.padding)
 
 

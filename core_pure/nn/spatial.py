@@ -56,6 +56,7 @@ def conv_transpose3d(x, weight, bias=None, stride=1, padding=0, output_padding=0
 
 
 def _pool3d_args(x, kernel_size, stride, padding, dilation, name):
+    """The checked ``(kernel, stride, padding, dilation)`` of a 3-D pool, three ints each."""
     if type(x) is not Tensor:
         raise ArgumentTypeError("%s: expected a tensor, found %s" % (name, type(x).__name__))
     if len(x.shape) != 5:
