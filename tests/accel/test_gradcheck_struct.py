@@ -5,8 +5,7 @@ import pytest
 
 import ember
 import ember.nn.functional as F
-from ember.accel.autodiff import Autodiff
-from test_gradcheck import _inner_devices, _inputs, _loss, _numeric, c
+from test_gradcheck import _inner_devices, c, check_gradient
 
 
 def _scatter(reduce, include_self, dim=0):
@@ -64,17 +63,4 @@ CASES = [
 @pytest.mark.parametrize("checkpointing", [False, True], ids=["kept", "checkpointed"])
 @pytest.mark.parametrize("inner", [d for _, d in _inner_devices()], ids=[n for n, _ in _inner_devices()])
 def test_struct_gradient_matches_finite_differences(inner, checkpointing, case):
-    dev = Autodiff(inner, checkpointing=checkpointing)
-    inputs = _inputs(case, dev)
-    leaves = [t if i in case.ints else t.requires_grad_() for i, t in enumerate(inputs)]
-    grads = _loss(case, leaves, dev).backward()
-    expected = _numeric(case)
-    for i, (t, want) in enumerate(zip(leaves, expected)):
-        if want is None:
-            continue
-        got = t.grad(grads)
-        assert got is not None, "%s: input %d got no gradient" % (case.name, i)
-        assert got.shape == t.shape and got.device == inner
-        for k, (a, b) in enumerate(zip(got.reshape(-1).tolist(), want)):
-            assert abs(a - b) <= case.atol + case.rtol * abs(b) + 1e-5 * max(1.0, abs(b)), \
-                "%s: d/d input %d [%d]: autodiff %r, finite differences %r" % (case.name, i, k, a, b)
+    check_gradient(inner, checkpointing, case)

@@ -2,22 +2,9 @@
 would catch) with a message that starts with the op's name."""
 import ember
 import ember.nn.functional as nnf
-from harness import check
+from test_conformance_errors import ErrorCase, test_error as check_error
 
 PARAMETERS = ("device", "case")
-
-BUILTIN = {
-    "ShapeError": ValueError, "DTypeError": TypeError, "IndexOutOfRange": IndexError,
-    "ArgumentError": ValueError, "ArgumentTypeError": TypeError,
-}
-
-
-class ErrorCase:
-    def __init__(self, name, kind, prefix, fn):
-        self.name, self.kind, self.prefix, self.fn = name, kind, prefix, fn
-
-    def __repr__(self):
-        return "ErrorCase(%s)" % self.name
 
 
 def ones(device, *shape, **kw):
@@ -105,13 +92,4 @@ CASES = [
 
 
 def test_struct_error(device, case):
-    kind = getattr(ember, case.kind)
-    with check.raises(kind, case.prefix) as caught:
-        case.fn(device)
-    error = caught.value
-    check.assert_true(isinstance(error, ember.EmberError), "%s is not an ember.EmberError" % case.kind)
-    check.assert_true(isinstance(error, BUILTIN[case.kind]),
-                      "%s is not a %s" % (case.kind, BUILTIN[case.kind].__name__))
-    text = str(error)
-    check.assert_true(text.startswith(case.prefix),
-                      "%s: message %r does not start with %r" % (case.name, text, case.prefix))
+    check_error(device, case)
