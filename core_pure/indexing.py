@@ -482,15 +482,16 @@ def scatter_reduce(x, dim, index, src, reduce, include_self=True):
     src = src.to(x.dtype)
     if index.numel() == 0:
         return x.clone()
-    n = x.shape[d]
-    with checking():  # a check only: the value read decides whether to raise
-        bad = ((index < 0) | (index >= n)).any().item()
-    if bad:
-        raise IndexOutOfRange("%s: index values must be in [0, %d) for dim %d, found %d..%d"
-                              % (op, n, d, index.min().item(), index.max().item()))
     for k, s in enumerate(index.shape):
         if src.shape[k] != s:
             src = src.narrow(k, 0, s)
+    n = x.shape[d]
+    with checking():  # a check only: the values read decide whether to raise
+        lo, hi = index.min().item(), index.max().item()
+    if lo < 0 or hi >= n:
+        raise IndexOutOfRange("%s: index values must be in [0, %d) for dim %d, found %d..%d" % (op, n, d, lo, hi))
+    if reduce == "sum" and include_self:
+        return x.scatter_add(d, index, src)
     if reduce in ("sum", "mean"):
         counts = zeros(x.shape, dtype=dtypes.int64, device=x.device).scatter_add(
             d, index, ones(index.shape, dtype=dtypes.int64, device=x.device))
@@ -506,32 +507,34 @@ def scatter_reduce(x, dim, index, src, reduce, include_self=True):
 
 
 def _scatter_dense(x, d, index, src, reduce, include_self, n):
-    """prod/amax/amin without a scatter kernel for them: compare every index with every target
-    position (index.shape + (n,) values), reduce over ``d``, and merge into ``x``."""
-    from .creation import arange
+    """prod/amax/amin without a scatter kernel for them: each src value scattered into its own
+    row of n targets along a new last dim (the others hold the reduction's neutral value, so
+    memory and time grow with numel(index) * n), reduced over ``d``, and merged into ``x``."""
+    from .creation import full, ones, zeros
     from .elementwise import where
     nd = len(x.shape)
-    hit = index.unsqueeze(-1) == arange(n, device=x.device).reshape((1,) * nd + (n,))
     if reduce == "prod":
         fill = 1
     elif x.dtype.kind == "f":
         fill = float("-inf") if reduce == "amax" else float("inf")
     else:  # the smallest (largest) src value is neutral for amax (amin)
-        fill = src.min() if reduce == "amax" else src.max()
-    vals = where(hit, src.unsqueeze(-1), fill).to(x.dtype)
+        fill = src.min().item() if reduce == "amax" else src.max().item()
+    rows = full(index.shape + (n,), fill, dtype=x.dtype, device=x.device)
+    rows = rows.scatter(nd, index.unsqueeze(-1), src.unsqueeze(-1))
     if reduce == "prod":
-        part = vals.prod(d)
+        part = rows.prod(d)
     else:
-        part = vals.max(d).values if reduce == "amax" else vals.min(d).values
-    order = tuple(range(d)) + (nd - 1,) + tuple(range(d, nd - 1))
-    part = part.permute(order)
-    touched = hit.any(d).permute(order)
+        part = rows.max(d).values if reduce == "amax" else rows.min(d).values
+    part = part.permute(tuple(range(d)) + (nd - 1,) + tuple(range(d, nd - 1)))
+    kind = x.dtype if x.dtype.kind == "f" else dtypes.int64
+    touched = zeros(x.shape, dtype=kind, device=x.device).scatter_add(
+        d, index, ones(index.shape, dtype=kind, device=x.device)) > 0
     region = tuple(n if k == d else s for k, s in enumerate(index.shape))
     whole = region == x.shape
     own = x
     for k, s in enumerate(region):
         if s != x.shape[k]:
-            own = own.narrow(k, 0, s)
+            own, touched = own.narrow(k, 0, s), touched.narrow(k, 0, s)
     if include_self:
         part = own * part if reduce == "prod" else own.maximum(part) if reduce == "amax" else own.minimum(part)
     merged = where(touched, part, own).to(x.dtype)

@@ -288,12 +288,17 @@ def std_mean(x, dim=None, unbiased=True, keepdim=False, correction=None):
     return v.sqrt(), m
 
 
+# the largest finite value of each float dtype: clamping a shift to it keeps inf - inf out
+_FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": 3.4028234663852886e38,
+              "float64": 1.7976931348623157e308}
+
+
 def _logaddexp(a, b):
-    """log(exp(a) + exp(b)) without overflow; -inf with -inf stays -inf."""
-    from .elementwise import where
+    """log(exp(a) + exp(b)) without overflow; -inf with -inf stays -inf, nan stays nan. No bool
+    masks (they are the slow tensors on the Cpu): the shift is the larger value clamped finite."""
+    top = _FLOAT_MAX[a.dtype.name]
     hi, lo = a.maximum(b), a.minimum(b)
-    shift = where(hi.isinf(), 0.0, hi)  # inf - inf would be nan
-    return hi + (lo - shift).exp().log1p().where(hi.isfinite(), 0.0)
+    return hi + (lo - hi.clamp(-top, top)).exp().log1p()
 
 
 def logcumsumexp(x, dim):
