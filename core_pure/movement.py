@@ -375,11 +375,13 @@ def repeat_interleave(x, repeats=None, dim=None, output_size=None):
     return x.index_select(d, tensor(idx, dtype=dtypes.int64, device=x.device))
 
 
-def meshgrid(*tensors, indexing="ij"):
-    """Coordinate grids from 1-D tensors: output i varies along dim i (``indexing="xy"`` swaps the
-    first two dims, as numpy's default does)."""
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids from 1-D tensors: output i varies along dim i (``indexing="ij"``, the
+    default as in PyTorch; ``"xy"`` swaps the first two dims, as numpy's default does)."""
     if len(tensors) == 1 and type(tensors[0]) in (tuple, list):
         tensors = tuple(tensors[0])
+    if indexing is None:
+        indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise ArgumentError("meshgrid: indexing must be 'ij' or 'xy', found %r" % (indexing,))
     if not tensors:

@@ -110,7 +110,7 @@ class AvgPool3d(_AvgPool):
 
     def _pool(self, x):
         """The pooling of a batched input."""
-        return F.avg_pool3d(x, self.kernel_size, self.stride, self.padding, self.count_include_pad,
+        return F.avg_pool3d(x, self.kernel_size, self.stride, self.padding, False, self.count_include_pad,
                             self.divisor_override)
 
 

@@ -91,18 +91,29 @@ def _separable(pool2d, x, kernel, stride, pads, dilation):
     return deep.reshape(n, c, deep.shape[2], ho, wo)
 
 
+def _refuse(flag, what, op):
+    if flag:
+        raise ArgumentError("%s: %s=True is not supported (the 2-D pools it is built from lack it)" % (op, what))
+
+
 @composite
-def max_pool3d(x, kernel_size, stride=None, padding=0, dilation=1):
-    """Max over windows of (N, C, D, H, W); ``stride`` defaults to ``kernel_size``; pads count as -inf."""
+def max_pool3d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Max over windows of (N, C, D, H, W); ``stride`` defaults to ``kernel_size``; pads count as -inf.
+    PyTorch's argument order; ``ceil_mode`` and ``return_indices`` must stay False."""
+    _refuse(ceil_mode, "ceil_mode", "max_pool3d")
+    _refuse(return_indices, "return_indices", "max_pool3d")
     kernel, stride, pads, dilation = _pool3d_args(x, kernel_size, stride, padding, dilation, "max_pool3d")
     return _separable(max_pool2d, x, kernel, stride, pads, dilation)
 
 
 @composite
-def avg_pool3d(x, kernel_size, stride=None, padding=0, count_include_pad=True, divisor_override=None):
+def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
     """Mean over windows of (N, C, D, H, W); zero padding counts in the mean unless
-    ``count_include_pad=False``; ``divisor_override`` divides the window sum by itself instead."""
+    ``count_include_pad=False``; ``divisor_override`` divides the window sum by itself instead.
+    PyTorch's argument order; ``ceil_mode`` must stay False."""
     from ..creation import ones
+    _refuse(ceil_mode, "ceil_mode", "avg_pool3d")
     kernel, stride, pads, _ = _pool3d_args(x, kernel_size, stride, padding, 1, "avg_pool3d")
     if divisor_override is not None and (type(divisor_override) is not int or divisor_override < 1):
         raise ArgumentError("avg_pool3d: divisor_override must be an int >= 1, found %r" % (divisor_override,))

@@ -33,7 +33,7 @@ LAYERS = [
      lambda m, x: F.conv_transpose3d(x, m.weight, None, 2, 0, 1), (2, 2, 3, 2, 2)),
     (pool.MaxPool3dConfig(2, stride=1, padding=1), lambda m, x: F.max_pool3d(x, 2, 1, 1), (1, 2, 3, 4, 3)),
     (pool.AvgPool3dConfig((2, 2, 1), count_include_pad=False, padding=(1, 0, 0)),
-     lambda m, x: F.avg_pool3d(x, (2, 2, 1), None, (1, 0, 0), False), (2, 1, 3, 4, 2)),
+     lambda m, x: F.avg_pool3d(x, (2, 2, 1), None, (1, 0, 0), False, False), (2, 1, 3, 4, 2)),
 ]
 
 
