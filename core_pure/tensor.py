@@ -657,7 +657,8 @@ class Tensor:
 
     def scatter_reduce(self, dim, index, src, reduce, include_self=True):
         """``src`` combined into a copy at ``index`` along ``dim`` by sum, prod, mean, amax or amin."""
-        return indexing.scatter_reduce(self, dim, index, src, reduce, include_self)
+        from .scatter_reduction import scatter_reduce
+        return scatter_reduce(self, dim, index, src, reduce, include_self)
 
     def __getitem__(self, index):
         return indexing.getitem(self, index)
