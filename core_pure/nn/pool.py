@@ -177,16 +177,22 @@ class AvgPool2dConfig(Config):
 
 
 class MaxPool3dConfig(Config):
+    """Builds ``MaxPool3d(kernel_size, stride=None, padding=0, dilation=1)``."""
+
     FIELDS = _MAX_FIELDS
     MODULE = MaxPool3d
 
 
 class AvgPool3dConfig(Config):
+    """Builds ``AvgPool3d(kernel_size, stride=None, padding=0, count_include_pad=True, divisor_override=None)``."""
+
     FIELDS = _AVG_FIELDS + (("count_include_pad", True, "bool"), ("divisor_override", None, "int>0"))
     MODULE = AvgPool3d
 
 
 class MaxUnpool2dConfig(Config):
+    """Builds ``MaxUnpool2d(kernel_size, stride=None, padding=0)``."""
+
     FIELDS = (("kernel_size", REQUIRED, "size"), ("stride", None, "size"), ("padding", 0, "size>=0"))
     MODULE = MaxUnpool2d
 
