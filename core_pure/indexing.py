@@ -441,4 +441,3 @@ def one_hot(index, num_classes=-1):
                               % (num_classes, index.min().item(), index.max().item()))
     classes = arange(num_classes, device=index.device)
     return (index.unsqueeze(-1) == classes).to(dtypes.int64)
-
