@@ -276,3 +276,50 @@ def unique(x, sorted=True, return_inverse=False, return_counts=False):
         counts = [seen[k] for k in keys] + [1] * nan_count
         out.append(tensor(counts, dtype=dtypes.int64, device=x.device))
     return out[0] if len(out) == 1 else tuple(out)
+
+
+def var_mean(x, dim=None, unbiased=True, keepdim=False, correction=None):
+    """``(var, mean)`` over ``dim`` in one call, as ``torch.var_mean``."""
+    if x.dtype.kind != "f":
+        x = x.to(dtypes.default_float)
+    return var(x, dim, unbiased, keepdim, correction), mean(x, dim, keepdim)
+
+
+def std_mean(x, dim=None, unbiased=True, keepdim=False, correction=None):
+    """``(std, mean)`` over ``dim`` in one call, as ``torch.std_mean``."""
+    v, m = var_mean(x, dim, unbiased, keepdim, correction)
+    return v.sqrt(), m
+
+
+# the largest finite value of each float dtype: clamping a shift to it keeps inf - inf out
+_FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": 3.4028234663852886e38,
+              "float64": 1.7976931348623157e308}
+
+
+def _logaddexp(a, b):
+    """log(exp(a) + exp(b)) without overflow; -inf with -inf stays -inf, nan stays nan. No bool
+    masks (they are the slow tensors on the Cpu): the shift is the larger value clamped finite."""
+    top = _FLOAT_MAX[a.dtype.name]
+    hi, lo = a.maximum(b), a.minimum(b)
+    return hi + (lo - hi.clamp(-top, top)).exp().log1p()
+
+
+def logcumsumexp(x, dim):
+    """log(cumsum(exp(x))) along ``dim``, computed stably: a log-space scan of log2(n) steps, each
+    adding the running value ``2^k`` places back (no global shift, so small early terms survive)."""
+    from .creation import full
+    from .movement import cat
+    from .shapes import dim as _dim
+    if x.dtype.kind != "f":
+        x = x.to(dtypes.default_float)
+    if not x.shape:
+        return x.clone()
+    d = _dim(dim, len(x.shape), "logcumsumexp")
+    n = x.shape[d]
+    out = x
+    step = 1
+    while step < n:
+        pad = full(x.shape[:d] + (step,) + x.shape[d + 1:], float("-inf"), dtype=x.dtype, device=x.device)
+        out = _logaddexp(out, cat([pad, out.narrow(d, 0, n - step)], d))
+        step *= 2
+    return out

@@ -753,6 +753,40 @@ class Tensor:
         """A tensor with the same values (layout is the backend's business in ember)."""
         return self.clone()  # layout is the backend's business; values are what a user sees
 
+    # -- diagonals, windows, interleaving ----------------------------------------------------------
+    def diag(self, diagonal=0):
+        """A 1-D tensor as a diagonal matrix, or a 2-D tensor's diagonal (``torch.diag``)."""
+        return linalg.diag(self, diagonal)
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        """The diagonal over ``dim1`` and ``dim2`` as a new last dim."""
+        return linalg.diagonal(self, offset, dim1, dim2)
+
+    def repeat_interleave(self, repeats=None, dim=None, output_size=None):
+        """Each element repeated ``repeats`` times along ``dim`` (flattened when None)."""
+        return movement.repeat_interleave(self, repeats, dim, output_size)
+
+    def unflatten(self, dim, sizes):
+        """``dim`` split into ``sizes``."""
+        return movement.unflatten(self, dim, sizes)
+
+    def unfold(self, dimension, size, step):
+        """Windows of ``size`` along ``dimension``, ``step`` apart, as a new last dim."""
+        return movement.unfold(self, dimension, size, step)
+
+    def view_as(self, other):
+        """This tensor in ``other``'s shape."""
+        return movement.view_as(self, other)
+
+    def logcumsumexp(self, dim):
+        """log(cumsum(exp(x))) along ``dim``, computed stably."""
+        return reduction.logcumsumexp(self, dim)
+
+    def scatter_reduce(self, dim, index, src, reduce, include_self=True):
+        """``src`` combined into a copy at ``index`` along ``dim`` by sum, prod, mean, amax or amin."""
+        from .scatter_reduction import scatter_reduce
+        return scatter_reduce(self, dim, index, src, reduce, include_self)
+
     def __getitem__(self, index):
         return indexing.getitem(self, index)
 
@@ -791,4 +825,4 @@ def _nest_empty(shape):
 # The op modules import Tensor from this module, so they are imported once it exists.
 from .elementwise import binary, unary  # noqa: E402
 from .linalg import matmul  # noqa: E402
-from . import elementwise, indexing, movement, reduction  # noqa: E402
+from . import elementwise, indexing, linalg, movement, reduction  # noqa: E402

@@ -118,13 +118,17 @@ def _check_positive(values, name, op):
         raise ArgumentError("%s: %s must be >= 1, found %s" % (op, name, values))
 
 
-def _conv(x, weight, bias, stride, padding, dilation, groups, n, op):
+_LAYOUTS = {1: "(N, C, L)", 2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}
+
+
+def conv_args(x, weight, stride, padding, dilation, groups, n, op):
+    """The checked arguments of an ``n``-D convolution: ``(device, x, weight, stride, pads,
+    dilation)`` with both tensors in their common float dtype and ``pads`` (before, after) per dim."""
     if type(x) is not Tensor or type(weight) is not Tensor:
         raise ArgumentTypeError("%s: expected tensors for input and weight" % op)
     dev = same_device(x, weight, op)
     if len(x.shape) != n + 2:
-        raise ShapeError("%s: expected input of %d dims %s, found shape %s"
-                         % (op, n + 2, "(N, C, L)" if n == 1 else "(N, C, H, W)", x.shape))
+        raise ShapeError("%s: expected input of %d dims %s, found shape %s" % (op, n + 2, _LAYOUTS[n], x.shape))
     if len(weight.shape) != n + 2:
         raise ShapeError("%s: expected weight of %d dims (out, in/groups, kernel...), found shape %s"
                          % (op, n + 2, weight.shape))
@@ -151,16 +155,27 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, n, op):
     dtype = dtypes.promote(x.dtype, weight.dtype)
     if dtype.kind != "f":
         dtype = dtypes.default_float
-    x, weight = x.to(dtype), weight.to(dtype)
+    return dev, x.to(dtype), weight.to(dtype), stride, pads, dilation
+
+
+def add_bias(out, bias, op):
+    """``out`` (N, O, *spatial) plus a per-channel ``bias`` of shape (O,), when given."""
+    if bias is None:
+        return out
+    o = out.shape[1]
+    if type(bias) is not Tensor or bias.shape != (o,):
+        found = bias.shape if type(bias) is Tensor else type(bias).__name__
+        raise ShapeError("%s: expected bias of shape (%d,), found %s" % (op, o, found))
+    return out + bias.reshape((1, o) + (1,) * (len(out.shape) - 2))
+
+
+def _conv(x, weight, bias, stride, padding, dilation, groups, n, op):
+    """An ``n``-D convolution (n = 1, 2) by the backend's ``conv`` primitive, plus the bias."""
+    dev, x, weight, stride, pads, dilation = conv_args(x, weight, stride, padding, dilation, groups, n, op)
+    kernel = weight.shape[2:]
     data = dev.conv(x._data, weight._data, stride, pads, dilation, groups)
     spatial = tuple(conv_out_size(x.shape[2 + i], kernel[i], stride[i], pads[i], dilation[i]) for i in range(n))
-    out = Tensor(data, (x.shape[0], o) + spatial, dtype, dev)
-    if bias is not None:
-        if type(bias) is not Tensor or bias.shape != (o,):
-            found = bias.shape if type(bias) is Tensor else type(bias).__name__
-            raise ShapeError("%s: expected bias of shape (%d,), found %s" % (op, o, found))
-        out = out + bias.reshape((1, o) + (1,) * n)
-    return out
+    return add_bias(Tensor(data, (x.shape[0], weight.shape[0]) + spatial, x.dtype, dev), bias, op)
 
 
 @composite
@@ -520,44 +535,55 @@ def adaptive_avg_pool2d(x, output_size):
 @composite
 def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """The gradient of conv2d with respect to its input: weight is (in, out/groups, kh, kw)."""
+    return conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, 2, conv2d,
+                          "conv_transpose2d")
+
+
+def conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, n, conv, op):
+    """An ``n``-D transposed convolution as ``conv`` of the spread, padded input with the flipped
+    weight: weight is (in, out/groups, *kernel)."""
     from ..creation import zeros
     from ..movement import cat
-    if len(x.shape) != 4 or len(weight.shape) != 4:
-        raise ShapeError("conv_transpose2d: expected 4-D input and weight, found %s and %s" % (x.shape, weight.shape))
+    if type(x) is not Tensor or type(weight) is not Tensor:
+        raise ArgumentTypeError("%s: expected tensors for input and weight" % op)
+    if len(x.shape) != n + 2 or len(weight.shape) != n + 2:
+        raise ShapeError("%s: expected %d-D input and weight, found %s and %s" % (op, n + 2, x.shape, weight.shape))
+    if type(groups) is not int or groups < 1:
+        raise ArgumentError("%s: groups must be an int >= 1, found %r" % (op, groups))
     if x.shape[1] != weight.shape[0] or weight.shape[0] % groups:
-        raise ShapeError("conv_transpose2d: input has %d channels, weight expects %d (groups=%d)"
-                         % (x.shape[1], weight.shape[0], groups))
-    stride = _tuple(stride, 2, "stride", "conv_transpose2d")
-    padding = _tuple(padding, 2, "padding", "conv_transpose2d")
-    output_padding = _tuple(output_padding, 2, "output_padding", "conv_transpose2d")
-    dilation = _tuple(dilation, 2, "dilation", "conv_transpose2d")
-    _check_positive(stride, "stride", "conv_transpose2d")
-    _check_positive(dilation, "dilation", "conv_transpose2d")
+        raise ShapeError("%s: input has %d channels, weight expects %d (groups=%d)"
+                         % (op, x.shape[1], weight.shape[0], groups))
+    stride = _tuple(stride, n, "stride", op)
+    padding = _tuple(padding, n, "padding", op)
+    output_padding = _tuple(output_padding, n, "output_padding", op)
+    dilation = _tuple(dilation, n, "dilation", op)
+    _check_positive(stride, "stride", op)
+    _check_positive(dilation, "dilation", op)
     for op_, s, dl in zip(output_padding, stride, dilation):
         if op_ < 0 or op_ >= max(s, dl):
-            raise ArgumentError("conv_transpose2d: output_padding must be smaller than stride or dilation, found %s"
-                                % (output_padding,))
-    x = _floating(x, "conv_transpose2d")
-    n, c, h, w = x.shape
+            raise ArgumentError("%s: output_padding must be smaller than stride or dilation, found %s"
+                                % (op, output_padding))
+    x = _floating(x, op)
     # spread the input: stride - 1 zeros between neighbours
-    for d, s in ((2, stride[0]), (3, stride[1])):
+    for i in range(n):
+        d, s = 2 + i, stride[i]
         if s > 1 and x.shape[d] > 1:
             size = x.shape[d]
             parts = x.unsqueeze(d + 1)
             gap = zeros(parts.shape[:d + 1] + (s - 1,) + parts.shape[d + 2:], dtype=x.dtype, device=x.device)
             spread = cat([parts, gap], d + 1).reshape(x.shape[:d] + (size * s,) + x.shape[d + 1:])
             x = spread.narrow(d, 0, (size - 1) * s + 1)
-    kh, kw = weight.shape[2:]
+    kernel = weight.shape[2:]
     pads = []
-    for k, p, dl, op_ in ((kh, padding[0], dilation[0], output_padding[0]), (kw, padding[1], dilation[1], output_padding[1])):
-        edge = dl * (k - 1) - p
-        pads += [edge, edge + op_]
-    x = pad(x, (pads[2], pads[3], pads[0], pads[1]))
+    for i in range(n - 1, -1, -1):  # pad() takes the last dim first
+        edge = dilation[i] * (kernel[i] - 1) - padding[i]
+        pads += [edge, edge + output_padding[i]]
+    x = pad(x, tuple(pads))
     cin, cout_g = weight.shape[0], weight.shape[1]
-    # (in, out/g, kh, kw) -> (out, in/g, kh, kw), spatially flipped
-    wg = weight.reshape(groups, cin // groups, cout_g, kh, kw).permute(0, 2, 1, 3, 4)
-    wg = wg.reshape(groups * cout_g, cin // groups, kh, kw).flip((2, 3))
-    return conv2d(x, wg, bias, 1, 0, dilation, groups)
+    # (in, out/g, *k) -> (out, in/g, *k), spatially flipped
+    wg = weight.reshape((groups, cin // groups, cout_g) + kernel).permute((0, 2, 1) + tuple(range(3, n + 3)))
+    wg = wg.reshape((groups * cout_g, cin // groups) + kernel).flip(tuple(range(2, n + 2)))
+    return conv(x, wg, bias, 1, 0, dilation, groups)
 
 
 # -- attention -----------------------------------------------------------------------------------
@@ -751,6 +777,19 @@ def kl_div(input, target, reduction="mean", log_target=False):
     if reduction == "batchmean":
         return loss.sum() / (input.shape[0] if input.shape else 1)
     return _reduce_loss(loss, reduction, "kl_div")
+
+
+# 3-D convolution and pooling, unpooling and im2col (nn/spatial.py) load on first use, so a board
+# that never calls them does not hold them
+_SPATIAL = ("avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d", "max_unpool2d", "unfold")
+
+
+def __getattr__(name):
+    """``F.conv3d`` and the other ops of ``nn/spatial.py``, imported when first asked for."""
+    if name in _SPATIAL:
+        from . import spatial
+        return getattr(spatial, name)
+    raise AttributeError("module 'ember.nn.functional' has no attribute '%s'" % name)
 
 
 # Where the C kernels load, the C-backed Cpu runs some of these as fused kernels (nn/fused_c.py).

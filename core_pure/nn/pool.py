@@ -1,9 +1,12 @@
-"""Pooling layers: MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool2d (PyTorch's arguments; inputs
-(N, C, *spatial) or, unbatched, (C, *spatial))."""
+"""Pooling layers: MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool2d, MaxUnpool2d (PyTorch's
+arguments; inputs (N, C, *spatial) or, unbatched, (C, *spatial))."""
 from . import checks
 from . import functional as F
 from .config import REQUIRED, Config
 from .module import Module
+
+
+_LAYOUTS = {1: "(N, C, L) or (C, L)", 2: "(N, C, H, W) or (C, H, W)", 3: "(N, C, D, H, W) or (C, D, H, W)"}
 
 
 class _Pool(Module):
@@ -11,8 +14,7 @@ class _Pool(Module):
     NAME = ""
 
     def forward(self, x):
-        layout = "(N, C, L) or (C, L)" if self.N == 1 else "(N, C, H, W) or (C, H, W)"
-        checks.ndim(x, self.NAME, (self.N + 1, self.N + 2), layout)
+        checks.ndim(x, self.NAME, (self.N + 1, self.N + 2), _LAYOUTS[self.N])
         if len(x.shape) == self.N + 2:
             return self._pool(x)
         return self._pool(x.unsqueeze(0)).squeeze(0)
@@ -82,6 +84,56 @@ class AvgPool2d(_AvgPool):
         return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding)
 
 
+class MaxPool3d(_MaxPool):
+    """Max over windows of (N, C, D, H, W); ``stride`` defaults to ``kernel_size``."""
+
+    N = 3
+    NAME = "MaxPool3d"
+
+    def _pool(self, x):
+        """The pooling of a batched input."""
+        return F.max_pool3d(x, self.kernel_size, self.stride, self.padding, self.dilation)
+
+
+class AvgPool3d(_AvgPool):
+    """Mean over windows of (N, C, D, H, W); zero padding counts in the mean unless
+    ``count_include_pad=False``."""
+
+    N = 3
+    NAME = "AvgPool3d"
+
+    def __init__(self, kernel_size, stride=None, padding=0, count_include_pad=True, divisor_override=None):
+        """PyTorch's arguments; ``stride`` defaults to ``kernel_size``."""
+        super().__init__(kernel_size, stride, padding)
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def _pool(self, x):
+        """The pooling of a batched input."""
+        return F.avg_pool3d(x, self.kernel_size, self.stride, self.padding, False, self.count_include_pad,
+                            self.divisor_override)
+
+
+class MaxUnpool2d(Module):
+    """The inverse of ``MaxPool2d(..., return_indices=True)``: ``unpool(y, indices)`` writes each value
+    at its index in a zero plane (``output_size`` picks among the sizes a pool could have come from)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0):
+        """The pool's arguments; ``stride`` defaults to ``kernel_size``."""
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = kernel_size if stride is None else stride
+        self.padding = padding
+
+    def forward(self, x, indices, output_size=None):
+        """The unpooled (N, C, H_out, W_out) or (C, H_out, W_out) tensor."""
+        return F.max_unpool2d(x, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+    def extra_repr(self):
+        """The arguments, as repr shows them."""
+        return "kernel_size=%r, stride=%r, padding=%r" % (self.kernel_size, self.stride, self.padding)
+
+
 class AdaptiveAvgPool2d(_Pool):
     """Average pooling of (N, C, H, W) to a fixed ``output_size`` (an int or (h, w))."""
 
@@ -130,6 +182,27 @@ class AvgPool2dConfig(Config):
 
     FIELDS = _AVG_FIELDS
     MODULE = AvgPool2d
+
+
+class MaxPool3dConfig(Config):
+    """Builds ``MaxPool3d(kernel_size, stride=None, padding=0, dilation=1)``."""
+
+    FIELDS = _MAX_FIELDS
+    MODULE = MaxPool3d
+
+
+class AvgPool3dConfig(Config):
+    """Builds ``AvgPool3d(kernel_size, stride=None, padding=0, count_include_pad=True, divisor_override=None)``."""
+
+    FIELDS = _AVG_FIELDS + (("count_include_pad", True, "bool"), ("divisor_override", None, "int>0"))
+    MODULE = AvgPool3d
+
+
+class MaxUnpool2dConfig(Config):
+    """Builds ``MaxUnpool2d(kernel_size, stride=None, padding=0)``."""
+
+    FIELDS = (("kernel_size", REQUIRED, "size"), ("stride", None, "size"), ("padding", 0, "size>=0"))
+    MODULE = MaxUnpool2d
 
 
 class AdaptiveAvgPool2dConfig(Config):

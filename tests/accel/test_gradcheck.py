@@ -194,6 +194,11 @@ CASES = [
 @pytest.mark.parametrize("checkpointing", [False, True], ids=["kept", "checkpointed"])
 @pytest.mark.parametrize("inner", [d for _, d in _inner_devices()], ids=[n for n, _ in _inner_devices()])
 def test_gradient_matches_finite_differences(inner, checkpointing, case):
+    check_gradient(inner, checkpointing, case)
+
+
+def check_gradient(inner, checkpointing, case):
+    """Autodiff(inner)'s gradient of every float input of ``case`` against finite differences."""
     dev = Autodiff(inner, checkpointing=checkpointing)
     inputs = _inputs(case, dev)
     leaves = [t if i in case.ints else t.requires_grad_() for i, t in enumerate(inputs)]
