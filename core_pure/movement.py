@@ -98,7 +98,7 @@ def squeeze(x, dim=None):
     if dim is None:
         return reshape(x, tuple(s for s in x.shape if s != 1))
     d = _dim(dim, len(x.shape), "squeeze")
-    if x.shape[d] != 1:
+    if not x.shape or x.shape[d] != 1:  # a 0-d tensor takes dim 0 or -1 and stays as it is
         return x.clone()
     return reshape(x, x.shape[:d] + x.shape[d + 1:])
 
@@ -191,8 +191,10 @@ def flip(x, dims):
 def roll(x, shifts, dims=None):
     """Elements shifted along ``dims`` (or the flattened tensor), wrapping around."""
     if dims is None:
+        if type(shifts) in (tuple, list) and len(shifts) == 1:
+            shifts = shifts[0]
         if type(shifts) is not int:
-            raise ArgumentTypeError("roll: without dims, shifts must be one int")
+            raise ArgumentTypeError("roll: without dims, shifts must be one int, found %r" % (shifts,))
         return roll(x.reshape(-1), shifts, 0).reshape(x.shape)
     shifts = (shifts,) if type(shifts) is int else tuple(shifts)
     dims = (dims,) if type(dims) is int else tuple(dims)

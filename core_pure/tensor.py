@@ -330,8 +330,9 @@ class Tensor:
     def mul(self, o):
         return binary("mul", self, o)
 
-    def div(self, o):
-        return binary("div", self, o)
+    def div(self, o, *, rounding_mode=None):
+        """``self / o``; ``rounding_mode`` ``"trunc"`` or ``"floor"`` rounds the quotient (ints stay ints)."""
+        return elementwise.div(self, o, rounding_mode)
 
     def pow(self, o):
         return binary("pow", self, o)
@@ -474,54 +475,70 @@ class Tensor:
         return unary("isinf", self)
 
     # -- reductions -----------------------------------------------------------------------------
-    def sum(self, dim=None, keepdim=False):
-        return reduction.sum(self, dim, keepdim)
+    def sum(self, dim=None, keepdim=False, *, dtype=None, axis=None):
+        """The sum over ``dim`` (an int, a tuple of ints or all; ``axis`` spells it too), in ``dtype``
+        when given: ``x.sum(axis=0, dtype=ember.float64)``."""
+        return reduction.sum(self, dim, keepdim, dtype, axis)
 
-    def mean(self, dim=None, keepdim=False):
-        return reduction.mean(self, dim, keepdim)
+    def mean(self, dim=None, keepdim=False, *, dtype=None, axis=None):
+        """The mean over ``dim`` (or ``axis``); integers average in float32, or in the float ``dtype``."""
+        return reduction.mean(self, dim, keepdim, dtype, axis)
 
-    def prod(self, dim=None, keepdim=False):
-        return reduction.prod(self, dim, keepdim)
+    def prod(self, dim=None, keepdim=False, *, dtype=None, axis=None):
+        """The product over ``dim`` (or ``axis``), in ``dtype`` when given."""
+        return reduction.prod(self, dim, keepdim, dtype, axis)
 
-    def max(self, dim=None, keepdim=False):
-        """The largest element; with ``dim``, ``(values, indices)`` along it."""
-        return reduction.extreme("max", self, dim, keepdim)
+    def max(self, dim=None, keepdim=False, *, axis=None):
+        """The largest element; with ``dim`` (or ``axis``), ``(values, indices)`` along it."""
+        return reduction.extreme("max", self, dim, keepdim, axis)
 
-    def min(self, dim=None, keepdim=False):
-        return reduction.extreme("min", self, dim, keepdim)
+    def min(self, dim=None, keepdim=False, *, axis=None):
+        """The smallest element; with ``dim`` (or ``axis``), ``(values, indices)`` along it."""
+        return reduction.extreme("min", self, dim, keepdim, axis)
 
-    def argmax(self, dim=None, keepdim=False):
-        return reduction.arg("argmax", self, dim, keepdim)
+    def argmax(self, dim=None, keepdim=False, *, axis=None):
+        """The index of the first largest element along ``dim`` (or ``axis``; flat when None)."""
+        return reduction.arg("argmax", self, dim, keepdim, axis)
 
-    def argmin(self, dim=None, keepdim=False):
-        return reduction.arg("argmin", self, dim, keepdim)
+    def argmin(self, dim=None, keepdim=False, *, axis=None):
+        """The index of the first smallest element along ``dim`` (or ``axis``; flat when None)."""
+        return reduction.arg("argmin", self, dim, keepdim, axis)
 
-    def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
-        return reduction.var(self, dim, unbiased, keepdim, correction)
+    def var(self, dim=None, unbiased=True, keepdim=False, correction=None, *, axis=None):
+        """The variance over ``dim`` (or ``axis``), ``correction`` subtracted from the count."""
+        return reduction.var(self, dim, unbiased, keepdim, correction, axis)
 
-    def std(self, dim=None, unbiased=True, keepdim=False, correction=None):
-        return reduction.std(self, dim, unbiased, keepdim, correction)
+    def std(self, dim=None, unbiased=True, keepdim=False, correction=None, *, axis=None):
+        """The standard deviation over ``dim`` (or ``axis``), ``correction`` subtracted from the count."""
+        return reduction.std(self, dim, unbiased, keepdim, correction, axis)
 
-    def logsumexp(self, dim=None, keepdim=False):
-        return reduction.logsumexp(self, dim, keepdim)
+    def logsumexp(self, dim=None, keepdim=False, *, axis=None):
+        """log(sum(exp(x))) over ``dim`` (or ``axis``), computed without overflow."""
+        return reduction.logsumexp(self, dim, keepdim, axis)
 
-    def cumsum(self, dim):
-        return reduction.cumsum(self, dim)
+    def cumsum(self, dim=None, *, dtype=None, axis=None):
+        """Running sums along ``dim`` (or ``axis``), in ``dtype`` when given."""
+        return reduction.cumsum(self, dim, dtype, axis)
 
-    def cumprod(self, dim):
-        return reduction.cumprod(self, dim)
+    def cumprod(self, dim=None, *, dtype=None, axis=None):
+        """Running products along ``dim`` (or ``axis``), in ``dtype`` when given."""
+        return reduction.cumprod(self, dim, dtype, axis)
 
-    def cummax(self, dim):
-        return reduction.cumextreme("cummax", self, dim)
+    def cummax(self, dim=None, *, axis=None):
+        """Running ``(values, indices)`` of the maximum along ``dim`` (or ``axis``)."""
+        return reduction.cumextreme("cummax", self, dim, axis)
 
-    def cummin(self, dim):
-        return reduction.cumextreme("cummin", self, dim)
+    def cummin(self, dim=None, *, axis=None):
+        """Running ``(values, indices)`` of the minimum along ``dim`` (or ``axis``)."""
+        return reduction.cumextreme("cummin", self, dim, axis)
 
-    def sort(self, dim=-1, descending=False):
-        return reduction.sort(self, dim, descending)
+    def sort(self, dim=-1, descending=False, *, stable=False, axis=None):
+        """``(values, indices)`` sorted along ``dim`` (or ``axis``); always stable."""
+        return reduction.sort(self, dim, descending, stable, axis)
 
-    def argsort(self, dim=-1, descending=False):
-        return reduction.argsort(self, dim, descending)
+    def argsort(self, dim=-1, descending=False, *, stable=False, axis=None):
+        """The indices that sort along ``dim`` (or ``axis``); always stable."""
+        return reduction.argsort(self, dim, descending, stable, axis)
 
     def topk(self, k, dim=-1, largest=True, sorted=True):
         return reduction.topk(self, k, dim, largest, sorted)
@@ -532,11 +549,13 @@ class Tensor:
     def nonzero(self, as_tuple=False):
         return indexing.nonzero(self, as_tuple)
 
-    def any(self, dim=None, keepdim=False):
-        return reduction.logical("any", self, dim, keepdim)
+    def any(self, dim=None, keepdim=False, *, axis=None):
+        """Whether any element along ``dim`` (an int, a tuple or all; or ``axis``) is nonzero."""
+        return reduction.logical("any", self, dim, keepdim, axis)
 
-    def all(self, dim=None, keepdim=False):
-        return reduction.logical("all", self, dim, keepdim)
+    def all(self, dim=None, keepdim=False, *, axis=None):
+        """Whether every element along ``dim`` (an int, a tuple or all; or ``axis``) is nonzero."""
+        return reduction.logical("all", self, dim, keepdim, axis)
 
     # -- shape and movement ---------------------------------------------------------------------
     def reshape(self, *shape):
@@ -598,8 +617,10 @@ class Tensor:
     def gather(self, dim, index):
         return indexing.gather(self, dim, index)
 
-    def scatter(self, dim, index, src, reduce=None):
-        return indexing.scatter(self, dim, index, src, reduce)
+    def scatter(self, dim, index, src=None, reduce=None, *, value=None):
+        """A copy with ``src`` (a tensor or number, or ``value=``) written at ``index`` along ``dim``;
+        ``reduce`` ``"add"`` or ``"multiply"`` combines with what is there."""
+        return indexing.scatter(self, dim, index, src, reduce, value)
 
     def scatter_add(self, dim, index, src):
         return indexing.scatter(self, dim, index, src, "add")

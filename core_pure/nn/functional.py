@@ -399,6 +399,11 @@ def _pad_indices(n, before, after, mode):
             raise ArgumentError("pad: reflect padding (%d, %d) must be smaller than the dim size %d"
                                 % (before, after, n))
         idx = list(range(before, 0, -1)) + list(range(n)) + list(range(n - 2, n - 2 - after, -1))
+    elif mode == "circular":
+        if before > n or after > n:
+            raise ArgumentError("pad: circular padding (%d, %d) must be at most the dim size %d (it wraps once)"
+                                % (before, after, n))
+        idx = [(j - before) % n for j in range(before + n + after)]
     else:
         idx = [0] * before + list(range(n)) + [n - 1] * after
     return idx
@@ -407,24 +412,27 @@ def _pad_indices(n, before, after, mode):
 @composite
 def pad(x, pad, mode="constant", value=0.0):
     """Pad the last dims: ``pad`` is (left, right[, top, bottom[, ...]]), the last dim first, as in
-    PyTorch. Modes: constant (negative amounts crop), reflect, replicate."""
+    PyTorch. Modes: constant, reflect, replicate, circular; negative amounts crop first."""
     from ..creation import full, tensor
     from ..movement import cat
     if type(pad) not in (tuple, list) or len(pad) % 2 or len(pad) // 2 > len(x.shape):
         raise ArgumentError("pad: expected an even number of pads, at most 2 per dim of shape %s, found %r"
                             % (x.shape, pad))
-    if mode not in ("constant", "reflect", "replicate"):
-        raise ArgumentError("pad: mode must be constant, reflect or replicate, found %r" % (mode,))
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise ArgumentError("pad: mode must be constant, reflect, replicate or circular, found %r" % (mode,))
     for i in range(len(pad) // 2):
         d = len(x.shape) - 1 - i
         before, after = pad[2 * i], pad[2 * i + 1]
+        if x.shape[d] + min(before, 0) + min(after, 0) < 0:
+            raise ArgumentError("pad: cropping %s from dim %d of size %d leaves fewer than 0 elements"
+                                % ((before, after), d, x.shape[d]))
+        if before < 0:
+            x = x.narrow(d, -before, x.shape[d] + before)
+            before = 0
+        if after < 0:
+            x = x.narrow(d, 0, x.shape[d] + after)
+            after = 0
         if mode == "constant":
-            if before < 0:
-                x = x.narrow(d, -before, x.shape[d] + before)
-                before = 0
-            if after < 0:
-                x = x.narrow(d, 0, x.shape[d] + after)
-                after = 0
             parts = []
             if before:
                 parts.append(full(x.shape[:d] + (before,) + x.shape[d + 1:], value, dtype=x.dtype, device=x.device))
@@ -432,9 +440,9 @@ def pad(x, pad, mode="constant", value=0.0):
             if after:
                 parts.append(full(x.shape[:d] + (after,) + x.shape[d + 1:], value, dtype=x.dtype, device=x.device))
             x = cat(parts, d) if len(parts) > 1 else x
-        else:
-            if x.shape[d] == 0 or before < 0 or after < 0:
-                raise ArgumentError("pad: %s padding needs a non-empty dim and pads >= 0" % mode)
+        elif before or after:
+            if x.shape[d] == 0:
+                raise ArgumentError("pad: %s padding needs a non-empty dim, found shape %s" % (mode, x.shape))
             idx = _pad_indices(x.shape[d], before, after, mode)
             x = x.index_select(d, tensor(idx, dtype=dtypes.int64, device=x.device))
     return x
@@ -450,13 +458,16 @@ def _out_size(in_size, size, scale, op):
 
 @composite
 def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=None):
-    """Resize the spatial dims of (N, C, L) or (N, C, H, W): mode nearest or (bi)linear."""
+    """Resize the spatial dims of (N, C, L), (N, C, H, W) or (N, C, D, H, W): mode nearest,
+    nearest-exact or (bi/tri)linear."""
     from ..creation import tensor
     n = len(x.shape) - 2
-    if n not in (1, 2):
-        raise ShapeError("interpolate: expected (N, C, L) or (N, C, H, W), found shape %s" % (x.shape,))
-    if mode not in ("nearest", "linear", "bilinear"):
-        raise ArgumentError("interpolate: mode must be nearest, linear or bilinear, found %r" % (mode,))
+    if n not in (1, 2, 3):
+        raise ShapeError("interpolate: expected (N, C, L), (N, C, H, W) or (N, C, D, H, W), found shape %s"
+                         % (x.shape,))
+    if mode not in ("nearest", "nearest-exact", "linear", "bilinear", "trilinear"):
+        raise ArgumentError("interpolate: mode must be nearest, nearest-exact, linear, bilinear or trilinear, "
+                            "found %r" % (mode,))
     sizes = size if type(size) in (tuple, list) else (size,) * n
     scales = scale_factor if type(scale_factor) in (tuple, list) else (scale_factor,) * n
     x = _floating(x, "interpolate")
@@ -467,8 +478,9 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
         if dst <= 0:
             raise ShapeError("interpolate: output size must be > 0, found %d" % dst)
         ratio = (src / dst) if scales[i] is None or size is not None else 1.0 / scales[i]
-        if mode == "nearest":
-            idx = [min(int(j * ratio), src - 1) for j in range(dst)]
+        if mode == "nearest" or mode == "nearest-exact":
+            half = 0.5 if mode == "nearest-exact" else 0.0  # nearest-exact samples pixel centres
+            idx = [min(int((j + half) * ratio), src - 1) for j in range(dst)]
             x = x.index_select(d, tensor(idx, dtype=dtypes.int64, device=x.device))
             continue
         if align_corners:
