@@ -40,6 +40,22 @@ def reshape(x, shape):
     return Tensor(x.device.reshape(x._data, shape), shape, x.dtype, x.device)
 
 
+def view_dtype(x, dtype):
+    """The bytes of ``x`` read as ``dtype`` (PyTorch's ``x.view(dtype)``): the same shape for the same
+    item size; else the last dim grows or shrinks by the size ratio. Reads the bytes (a sync point)."""
+    old, new = x.dtype.itemsize, dtype.itemsize
+    shape = x.shape
+    if old != new:
+        if not shape:
+            raise ShapeError("view: a 0-d tensor cannot be viewed as %s (item size %d, %s has %d)"
+                             % (dtype.name, new, x.dtype.name, old))
+        if (shape[-1] * old) % new:
+            raise ShapeError("view: the last dim (%d) of %s times %d bytes must divide by %d to view %s as %s"
+                             % (shape[-1], shape, old, new, x.dtype.name, dtype.name))
+        shape = shape[:-1] + (shape[-1] * old // new,)
+    return Tensor(x.device.from_bytes(x.device.to_bytes(x._data), shape, dtype), shape, dtype, x.device)
+
+
 def permute(x, dims):
     dims = _shape_arg(dims)
     nd = len(x.shape)

@@ -562,6 +562,9 @@ class Tensor:
         return movement.reshape(self, shape)
 
     def view(self, *shape):
+        """``reshape``; ``x.view(ember.int32)`` instead reads the bytes as another dtype (a copy)."""
+        if len(shape) == 1 and type(shape[0]) is dtypes.DType:
+            return movement.view_dtype(self, shape[0])
         return movement.reshape(self, shape)
 
     def permute(self, *dims):

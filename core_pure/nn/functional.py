@@ -173,13 +173,25 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(x, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
-def _pool(op, x, kernel_size, stride, padding, dilation, n, name):
+def _pool_out(size, k, s, p, d, ceil_mode):
+    """PyTorch's output length of a pooling window: with ``ceil_mode`` a last partial window that
+    starts inside the input or its left padding counts too."""
+    span = size + 2 * p - d * (k - 1) - 1
+    if span < 0:
+        return 0
+    if not ceil_mode:
+        return span // s + 1
+    out = -(-span // s) + 1
+    return out - 1 if (out - 1) * s >= size + p else out
+
+
+def _pool_geometry(x, kernel_size, stride, padding, dilation, ceil_mode, n, name):
+    """(kernel, stride, padding, dilation, pads, spatial): ``pads`` per dim is (before, after), the
+    after side widened to cover ``ceil_mode``'s last window; ``spatial`` the output sizes."""
     if type(x) is not Tensor:
         raise ArgumentTypeError("%s: expected a tensor, found %s" % (name, type(x).__name__))
     if len(x.shape) != n + 2:
         raise ShapeError("%s: expected input of %d dims (N, C, spatial...), found shape %s" % (name, n + 2, x.shape))
-    if x.dtype.kind != "f":
-        raise DTypeError("%s: expected a float tensor, found %s" % (name, x.dtype.name))
     kernel = _tuple(kernel_size, n, "kernel_size", name)
     stride = kernel if stride is None else _tuple(stride, n, "stride", name)
     pad = _tuple(padding, n, "padding", name)
@@ -191,37 +203,146 @@ def _pool(op, x, kernel_size, stride, padding, dilation, n, name):
         if p < 0 or p > k // 2:
             raise ArgumentError("%s: padding must be between 0 and kernel_size // 2, found %s for kernel %s"
                                 % (name, pad, kernel))
-    spatial = []
+    spatial, pads = [], []
     for i in range(n):
-        size = conv_out_size(x.shape[2 + i], kernel[i], stride[i], (pad[i], pad[i]), dilation[i])
-        if size < 1:
+        size, k, s, p, d = x.shape[2 + i], kernel[i], stride[i], pad[i], dilation[i]
+        out = _pool_out(size, k, s, p, d, ceil_mode)
+        if out < 1:
             raise ShapeError("%s: input of shape %s is smaller than the kernel %s" % (name, x.shape, kernel))
-        spatial.append(size)
-    pads = tuple((p, p) for p in pad)
-    data = x.device.pool(op, x._data, kernel, stride, pads, dilation)
-    return Tensor(data, x.shape[:2] + tuple(spatial), x.dtype, x.device)
+        spatial.append(out)
+        pads.append((p, max(p, (out - 1) * s + d * (k - 1) + 1 - size - p)))
+    return kernel, stride, pad, dilation, tuple(pads), tuple(spatial)
+
+
+def _grid(lists):
+    """Row-major sums over the grid of per-dim lists (one list of ints or floats per dim)."""
+    out = [0]
+    for values in lists:
+        out = [a + b for a in out for b in values]
+    return out
+
+
+def _window_max(x, kernel, stride, before, dilation, pads, spatial):
+    """(values, indices) of a max pool, by a scan over the window's taps: the index is the flat
+    position in each input plane of the first maximum (the last nan), as PyTorch's CPU kernel picks;
+    pads never win. Serves ``return_indices`` and integer inputs (no -inf to pad them with)."""
+    from ..creation import full, tensor
+    from ..elementwise import where
+    n = len(kernel)
+    sizes = x.shape[2:]
+    plane = [1] * n
+    for i in range(n - 2, -1, -1):
+        plane[i] = plane[i + 1] * sizes[i + 1]
+    low = float("-inf") if x.dtype.kind == "f" else -(1 << (x.dtype.bits - 1))
+    flat_pads = []
+    for i in range(n - 1, -1, -1):
+        flat_pads += [pads[i][0], pads[i][1]]
+    xp = pad(x, flat_pads, value=low)
+    out_shape = x.shape[:2] + spatial
+    firsts = []
+    for i in range(n):
+        starts = []
+        for j in range(spatial[i]):
+            c = j * stride[i] - before[i]
+            while c < 0:
+                c += dilation[i]
+            starts.append(c * plane[i])
+        firsts.append(starts)
+    best = full(out_shape, low, dtype=x.dtype, device=x.device)
+    best_at = tensor(_grid(firsts), dtype=dtypes.int64, device=x.device).reshape(spatial).expand(out_shape)
+    taps = [[]]
+    for k in kernel:
+        taps = [t + [o] for t in taps for o in range(k)]
+    for tap in taps:
+        ranges = ((0, x.shape[0], 1), (0, x.shape[1], 1)) + tuple(
+            (o * dilation[i], o * dilation[i] + (spatial[i] - 1) * stride[i] + 1, stride[i]) for i, o in enumerate(tap))
+        v = Tensor(x.device.slice(xp._data, ranges), out_shape, x.dtype, x.device)
+        where_at = _grid([[(j * stride[i] - before[i] + o * dilation[i]) * plane[i] for j in range(spatial[i])]
+                          for i, o in enumerate(tap)])
+        take = v > best
+        if x.dtype.kind == "f":
+            take = take | v.isnan()
+        best = where(take, v, best)
+        best_at = where(take, tensor(where_at, dtype=dtypes.int64, device=x.device).reshape(spatial), best_at)
+    return best, best_at
+
+
+def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices, n, name):
+    kernel, stride, pad_, dilation, pads, spatial = _pool_geometry(x, kernel_size, stride, padding, dilation,
+                                                                   ceil_mode, n, name)
+    if x.dtype is dtypes.bool_:
+        raise DTypeError("%s: expected a float or integer tensor, found bool" % name)
+    if x.dtype.kind == "f":
+        values = Tensor(x.device.pool("max", x._data, kernel, stride, pads, dilation), x.shape[:2] + spatial,
+                        x.dtype, x.device)
+        if not return_indices:
+            return values
+        return values, _window_max(x, kernel, stride, pad_, dilation, pads, spatial)[1]
+    values, indices = _window_max(x, kernel, stride, pad_, dilation, pads, spatial)
+    return (values, indices) if return_indices else values
+
+
+def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, n, name):
+    """The mean over each window; the divisor is PyTorch's: the window's size clipped to the padded
+    input (``ceil_mode``'s last window is shorter), or only its input elements without
+    ``count_include_pad``, or ``divisor_override``."""
+    kernel, stride, pad_, _, pads, spatial = _pool_geometry(x, kernel_size, stride, padding, 1, ceil_mode, n, name)
+    if x.dtype.kind != "f":
+        raise DTypeError("%s: expected a float tensor, found %s" % (name, x.dtype.name))
+    ones = (1,) * n
+    out = Tensor(x.device.pool("avg", x._data, kernel, stride, pads, ones), x.shape[:2] + spatial, x.dtype, x.device)
+    size = 1
+    for k in kernel:
+        size *= k
+    if divisor_override is not None:
+        if type(divisor_override) is not int or divisor_override == 0:
+            raise ArgumentError("%s: divisor_override must be a nonzero int, found %r" % (name, divisor_override))
+        return out * (size / divisor_override)
+    counts = []
+    for i in range(n):
+        lengths = []
+        for j in range(spatial[i]):
+            start = j * stride[i] - pad_[i]
+            end = min(start + kernel[i], x.shape[2 + i] + pad_[i])
+            if not count_include_pad:
+                start, end = max(start, 0), min(end, x.shape[2 + i])
+            lengths.append(end - start)
+        counts.append(lengths)
+    if all(c == k for lengths, k in zip(counts, kernel) for c in lengths):
+        return out
+    from ..creation import tensor
+    grid = [1]
+    for lengths in counts:
+        grid = [a * b for a in grid for b in lengths]
+    ratio = tensor([size / c for c in grid], dtype=x.dtype, device=x.device).reshape(spatial)
+    return out * ratio
 
 
 @composite
-def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1):
-    """Max over windows of (N, C, H, W); ``stride`` defaults to ``kernel_size``; pads count as -inf."""
-    return _pool("max", x, kernel_size, stride, padding, dilation, 2, "max_pool2d")
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Max over windows of (N, C, H, W); ``stride`` defaults to ``kernel_size``; pads count as -inf.
+    ``return_indices`` also gives each max's flat position in its input plane (int64)."""
+    return _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2, "max_pool2d")
 
 
 @composite
-def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1):
-    return _pool("max", x, kernel_size, stride, padding, dilation, 1, "max_pool1d")
+def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Max over windows of (N, C, L); ``stride`` defaults to ``kernel_size``; pads count as -inf."""
+    return _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1, "max_pool1d")
 
 
 @composite
-def avg_pool2d(x, kernel_size, stride=None, padding=0):
-    """Mean over windows of (N, C, H, W); zero padding counts in the mean (PyTorch's default)."""
-    return _pool("avg", x, kernel_size, stride, padding, 1, 2, "avg_pool2d")
+def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Mean over windows of (N, C, H, W); zero padding counts in the mean unless not
+    ``count_include_pad``; ``divisor_override`` replaces the window size (PyTorch's arguments)."""
+    return _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2, "avg_pool2d")
 
 
 @composite
-def avg_pool1d(x, kernel_size, stride=None, padding=0):
-    return _pool("avg", x, kernel_size, stride, padding, 1, 1, "avg_pool1d")
+def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """Mean over windows of (N, C, L); zero padding counts in the mean unless not ``count_include_pad``."""
+    return _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1, "avg_pool1d")
 
 
 # -- activations -------------------------------------------------------------------------------
@@ -566,13 +687,16 @@ def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0
 
 @composite
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
-                                 scale=None, generator=None):
+                                 scale=None, enable_gqa=False, generator=None):
     """softmax(q·kᵀ·scale + mask)·v over (..., L, E) queries and (..., S, E) keys.
 
     A bool ``attn_mask`` marks positions that may attend (True); a float mask is added to the
-    scores. ``is_causal`` lets query i see keys j <= i.
+    scores. ``is_causal`` lets query i see keys j <= i. ``enable_gqa`` lets (..., Hq, L, E)
+    queries share (..., Hkv, S, E) keys and values, each kv head serving Hq / Hkv query heads.
     """
     from ..creation import ones
+    if enable_gqa:
+        key, value = _gqa_heads(query, key, "key"), _gqa_heads(query, value, "value")
     L, S = query.shape[-2], key.shape[-2]
     if query.shape[-1] != key.shape[-1]:
         raise ShapeError("scaled_dot_product_attention: query and key feature sizes differ: %s vs %s"
@@ -591,6 +715,22 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if dropout_p:
         weights = dropout(weights, dropout_p, True, generator)
     return weights @ value
+
+
+def _gqa_heads(query, t, what):
+    """``t``'s heads (dim -3) each repeated Hq / Hkv times in place, as grouped-query attention reads them."""
+    if len(query.shape) < 3 or len(t.shape) < 3:
+        raise ShapeError("scaled_dot_product_attention: enable_gqa needs (..., heads, L, E) tensors, found %s and %s"
+                         % (query.shape, t.shape))
+    hq, hk = query.shape[-3], t.shape[-3]
+    if hk == 0 or hq % hk:
+        raise ShapeError("scaled_dot_product_attention: with enable_gqa the query heads (%d) must be a multiple "
+                         "of the %s heads (%d)" % (hq, what, hk))
+    if hq == hk:
+        return t
+    lead = t.shape[:-3]
+    spread = t.unsqueeze(-3).expand(lead + (hk, hq // hk) + t.shape[-2:])
+    return spread.reshape(lead + (hq,) + t.shape[-2:])
 
 
 # -- losses -------------------------------------------------------------------------------------------
