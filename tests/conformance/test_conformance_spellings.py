@@ -241,7 +241,13 @@ def scatter_cases():
     ]
 
 
-_S = slice(None)
+class _Slices:
+    def __getitem__(self, index):
+        return index
+
+
+_SL = _Slices()  # MicroPython cannot call slice() itself
+_S = _SL[:]
 
 
 def index_cases():
@@ -249,7 +255,7 @@ def index_cases():
     d2 = V([1, 3], "i64")
     e2 = V([2, 0], "i64")
     specs = [
-        ("int_slices_tensor", lambda x, d: x[1, :, 1:5:2, d, 0:2], (1, _S, slice(1, 5, 2), "d", slice(0, 2)), [x, d2]),
+        ("int_slices_tensor", lambda x, d: x[1, :, 1:5:2, d, 0:2], (1, _S, _SL[1:5:2], "d", _SL[0:2]), [x, d2]),
         ("int_between_slices", lambda x, d: x[:, 1, :, d], (_S, 1, _S, "d"), [x, d2]),
         ("int_between_tensors", lambda x, d, e: x[d, 1, e], ("d", 1, "e"), [x, V([0, 1], "i64"), e2]),
         ("tensor_slice_int_tensor", lambda x, d, e: x[1, d, :, 2, e], (1, "d", _S, 2, "e"),
