@@ -222,12 +222,14 @@ def _grid(lists):
     return out
 
 
-def _window_max(x, kernel, stride, before, dilation, pads, spatial):
-    """(values, indices) of a max pool, by a scan over the window's taps: the index is the flat
-    position in each input plane of the first maximum (the last nan), as PyTorch's CPU kernel picks;
-    pads never win. Serves ``return_indices`` and integer inputs (no -inf to pad them with)."""
-    from ..creation import full, tensor
-    from ..elementwise import where
+def _window_max(x, kernel, stride, before, dilation, pads, spatial, values):
+    """The max pool's indices (and, with ``values``, its values) from the window's taps stacked on a
+    new last dim: ``argmax`` picks the first maximum (the first nan, as ember's argmax does) and a
+    table maps each tap to its flat position in the input plane. A pad tap maps to the window's
+    first input element, which is what wins when every input equals the pad (PyTorch's pick).
+    Serves ``return_indices`` and integer inputs (no -inf to pad them with)."""
+    from ..creation import tensor
+    from ..movement import stack
     n = len(kernel)
     sizes = x.shape[2:]
     plane = [1] * n
@@ -239,32 +241,50 @@ def _window_max(x, kernel, stride, before, dilation, pads, spatial):
         flat_pads += [pads[i][0], pads[i][1]]
     xp = pad(x, flat_pads, value=low)
     out_shape = x.shape[:2] + spatial
-    firsts = []
-    for i in range(n):
-        starts = []
-        for j in range(spatial[i]):
-            c = j * stride[i] - before[i]
-            while c < 0:
-                c += dilation[i]
-            starts.append(c * plane[i])
-        firsts.append(starts)
-    best = full(out_shape, low, dtype=x.dtype, device=x.device)
-    best_at = tensor(_grid(firsts), dtype=dtypes.int64, device=x.device).reshape(spatial).expand(out_shape)
     taps = [[]]
     for k in kernel:
         taps = [t + [o] for t in taps for o in range(k)]
+    # per dim and output position: the first tap inside the input, then each tap's coordinate
+    firsts, coords = [], []
+    for i in range(n):
+        f, c = [], []
+        for j in range(spatial[i]):
+            start = j * stride[i] - before[i]
+            first = start
+            while first < 0:
+                first += dilation[i]
+            f.append(first)
+            c.append([start + o * dilation[i] for o in range(kernel[i])])
+        firsts.append(f)
+        coords.append(c)
+    table = []
+    grid = [[]]
+    for i in range(n):
+        grid = [g + [j] for g in grid for j in range(spatial[i])]
+    for pos in grid:
+        first = 0
+        for i in range(n):
+            first += firsts[i][pos[i]] * plane[i]
+        for tap in taps:
+            at, inside = 0, True
+            for i in range(n):
+                c = coords[i][pos[i]][tap[i]]
+                inside = inside and 0 <= c < sizes[i]
+                at += c * plane[i]
+            table.append(at if inside else first)
+    parts = []
     for tap in taps:
         ranges = ((0, x.shape[0], 1), (0, x.shape[1], 1)) + tuple(
             (o * dilation[i], o * dilation[i] + (spatial[i] - 1) * stride[i] + 1, stride[i]) for i, o in enumerate(tap))
-        v = Tensor(x.device.slice(xp._data, ranges), out_shape, x.dtype, x.device)
-        where_at = _grid([[(j * stride[i] - before[i] + o * dilation[i]) * plane[i] for j in range(spatial[i])]
-                          for i, o in enumerate(tap)])
-        take = v > best
-        if x.dtype.kind == "f":
-            take = take | v.isnan()
-        best = where(take, v, best)
-        best_at = where(take, tensor(where_at, dtype=dtypes.int64, device=x.device).reshape(spatial), best_at)
-    return best, best_at
+        parts.append(Tensor(x.device.slice(xp._data, ranges), out_shape, x.dtype, x.device))
+    stacked = stack(parts, 2)  # (N, C, taps, *spatial): the C reduction runs along whole rows
+    pick = stacked.argmax(2, keepdim=True)
+    where = tensor(table, dtype=dtypes.int64, device=x.device).reshape(spatial + (len(taps),))
+    where = where.permute((n,) + tuple(range(n))).unsqueeze(0).unsqueeze(0)
+    indices = where.expand(x.shape[:2] + (len(taps),) + spatial).gather(2, pick).squeeze(2)
+    if not values:
+        return indices
+    return stacked.gather(2, pick).squeeze(2), indices
 
 
 def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices, n, name):
@@ -277,8 +297,8 @@ def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indic
                         x.dtype, x.device)
         if not return_indices:
             return values
-        return values, _window_max(x, kernel, stride, pad_, dilation, pads, spatial)[1]
-    values, indices = _window_max(x, kernel, stride, pad_, dilation, pads, spatial)
+        return values, _window_max(x, kernel, stride, pad_, dilation, pads, spatial, False)
+    values, indices = _window_max(x, kernel, stride, pad_, dilation, pads, spatial, True)
     return (values, indices) if return_indices else values
 
 

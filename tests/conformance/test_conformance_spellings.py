@@ -56,7 +56,8 @@ def _t(v, n):
 
 
 def np_max_pool(np, x, kernel, stride=None, padding=0, dilation=1, ceil=False):
-    """(values, indices) as PyTorch's CPU kernel: the first max of the in-bounds taps, the last nan."""
+    """(values, indices): the first max of the in-bounds taps, or the first nan (ember's argmax rule;
+    PyTorch's CPU kernel takes the last nan of a window with several)."""
     n = x.ndim - 2
     k = _t(kernel, n)
     s = k if stride is None else _t(stride, n)
@@ -78,7 +79,7 @@ def np_max_pool(np, x, kernel, stride=None, padding=0, dilation=1, ceil=False):
                     flat = 0
                     for i in range(n):
                         flat = flat * sizes[i] + tap[i]
-                    if best is None or v > best or v != v:
+                    if best is None or (best == best and (v > best or v != v)):
                         best, at = v, flat
                 vals[(b, c) + pos] = best
                 idx[(b, c) + pos] = at
