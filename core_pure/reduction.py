@@ -114,11 +114,15 @@ def _accumulating(x, dtype, op):
 
 
 def sum(x, dim=None, keepdim=False, dtype=None, axis=None):
+    if dtype is not None and dtypes.get(dtype, "sum") is dtypes.bool_:
+        return logical("any", x, dim, keepdim, axis)  # a sum in bool is "any", as in PyTorch
     x = _accumulating(x, dtype, "sum")
     return _reduce("sum", x, _dims(alias(dim, axis, "sum"), len(x.shape), "sum"), keepdim, x.dtype)
 
 
 def prod(x, dim=None, keepdim=False, dtype=None, axis=None):
+    if dtype is not None and dtypes.get(dtype, "prod") is dtypes.bool_:
+        return logical("all", x, dim, keepdim, axis)  # a product in bool is "all", as in PyTorch
     x = _accumulating(x, dtype, "prod")
     return _reduce("prod", x, _dims(alias(dim, axis, "prod"), len(x.shape), "prod"), keepdim, x.dtype)
 

@@ -112,7 +112,7 @@ CASES = [
     ErrorCase("sort.0d_dim1", "IndexOutOfRange", "sort:", lambda d: ones(d).sort(1)),
     ErrorCase("sum.dim_and_axis", "ArgumentError", "sum:", lambda d: ones(d, 2, 3).sum(0, axis=1)),
     ErrorCase("sort.dim_and_axis", "ArgumentError", "sort:", lambda d: ones(d, 2, 3).sort(0, axis=1)),
-    ErrorCase("sum.bool_dtype", "DTypeError", "sum:", lambda d: ones(d, 2).sum(dtype=ember.bool)),
+    ErrorCase("cumsum.bool_dtype", "DTypeError", "cumsum:", lambda d: ones(d, 2).cumsum(0, dtype=ember.bool)),
     ErrorCase("mean.int_dtype", "DTypeError", "mean:", lambda d: ones(d, 2).mean(dtype=ember.int64)),
     ErrorCase("max.axis_tuple", "ArgumentTypeError", "max:", lambda d: ones(d, 2, 3).max(axis=(0, 1))),
     ErrorCase("scatter.src_dtype", "DTypeError", "scatter:",
