@@ -24,3 +24,7 @@ from .linalg import matmul
 bool = bool_  # noqa: A001  (ember.bool reads like torch.bool; the builtin stays reachable as builtins.bool)
 
 __version__ = "0.1.0"
+
+from .backends.cpu import ckernels as _kernel_loader  # noqa: E402  (not "_ckernels": that is the C module)
+_kernel_loader.warn_if_broken()  # CPython only: compiled kernels that ship but do not load are no secret
+del _kernel_loader

@@ -12,6 +12,7 @@ _SCALARS = (bool, int, float)
 
 
 def same_device(a, b, op):
+    """The device ``a`` and ``b`` share, else a ``DeviceError`` naming both (``op`` names the caller)."""
     da, db = a.device, b.device
     if da is not db and da != db:
         raise DeviceError("%s: expected tensors on one device, found %r and %r" % (op, da, db))
@@ -177,6 +178,7 @@ def relu(x):
 
 
 def clamp(x, min=None, max=None):
+    """Each element limited to [min, max]; either bound may be None, a number or a tensor (broadcast)."""
     if min is None and max is None:
         from .errors import ArgumentError
         raise ArgumentError("clamp: expected min or max, found neither")
@@ -188,6 +190,7 @@ def clamp(x, min=None, max=None):
 
 
 def isfinite(x):
+    """A bool tensor: True where ``x`` is neither inf nor nan (always True for integers)."""
     if x.dtype.kind != "f":
         from .creation import full
         return full(x.shape, True, dtype=dtypes.bool_, device=x.device)

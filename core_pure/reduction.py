@@ -224,11 +224,15 @@ def _scan(op, x, dim, out_dtype):
 
 
 def cumsum(x, dim=None, dtype=None, axis=None):
+    """Running sums along ``dim`` (``Tensor.cumsum``; ``axis`` spells it too); bool and integers
+    accumulate in int64 unless ``dtype`` names another."""
     x = _accumulating(x, dtype, "cumsum")
     return _scan("cumsum", x, alias(dim, axis, "cumsum"), x.dtype)
 
 
 def cumprod(x, dim=None, dtype=None, axis=None):
+    """Running products along ``dim`` (``Tensor.cumprod``; ``axis`` spells it too); bool and
+    integers accumulate in int64 unless ``dtype`` names another."""
     x = _accumulating(x, dtype, "cumprod")
     return _scan("cumprod", x, alias(dim, axis, "cumprod"), x.dtype)
 
@@ -253,6 +257,7 @@ def sort(x, dim=-1, descending=False, stable=False, axis=None):
 
 
 def argsort(x, dim=-1, descending=False, stable=False, axis=None):
+    """The indices that sort ``x`` along ``dim`` (or ``axis``; always stable; nan last, first when descending)."""
     return sort(x, alias(dim, axis, "argsort", -1), descending).indices
 
 

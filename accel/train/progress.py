@@ -33,21 +33,27 @@ class View:
         """Called by the Learner that reports to this view."""
 
     def run(self, fn):
+        """Run the training function ``fn`` and return its result (a plain view just calls it)."""
         return fn()
 
     def fit_start(self, info):
+        """Training starts; ``info`` holds the model, device, epochs, batches and items."""
         pass
 
     def step(self, info):
+        """An optimizer step ended; ``info`` holds the epoch, batch and the metrics so far."""
         pass
 
     def epoch_end(self, record):
+        """An epoch ended; ``record`` is its logged dict (every metric, per split)."""
         pass
 
     def message(self, text):
+        """Show a one-line message (a checkpoint written, an early stop, an interruption)."""
         pass
 
     def fit_end(self, result):
+        """Training ended; ``result`` is the ``FitResult``."""
         pass
 
 

@@ -35,11 +35,13 @@ def gelu(x, approximate="none"):
 
 @composite
 def sigmoid(x):
+    """1 / (1 + exp(-x)), elementwise."""
     return x.sigmoid()
 
 
 @composite
 def tanh(x):
+    """tanh(x), elementwise."""
     return x.tanh()
 
 
@@ -369,6 +371,7 @@ def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
 
 @composite
 def leaky_relu(x, negative_slope=0.01):
+    """x where x >= 0, else ``negative_slope`` · x."""
     return x.where(x >= 0, x * negative_slope)
 
 
@@ -389,22 +392,26 @@ def softplus(x, beta=1.0, threshold=20.0):
 
 @composite
 def elu(x, alpha=1.0):
+    """x where x > 0, else ``alpha`` · (exp(x) - 1)."""
     return x.where(x > 0, x.expm1() * alpha)
 
 
 @composite
 def mish(x):
+    """x · tanh(softplus(x))."""
     x, dtype = _upcast(x)
     return _down(x * softplus(x).tanh(), dtype)
 
 
 @composite
 def hardsigmoid(x):
+    """relu6(x + 3) / 6: 0 below -3, 1 above 3, linear between."""
     return (x / 6 + 0.5).clamp(0.0, 1.0)
 
 
 @composite
 def hardswish(x):
+    """x · relu6(x + 3) / 6."""
     return x * (x + 3).clamp(0.0, 6.0) / 6
 
 
@@ -440,6 +447,7 @@ def embedding(index, weight, padding_idx=None):
 
 
 def one_hot(index, num_classes=-1):
+    """int64 one-hot vectors of ``index`` along a new last dim (``num_classes=-1``: the max index + 1)."""
     from ..indexing import one_hot as _one_hot
     return _one_hot(index, num_classes)
 
@@ -864,6 +872,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
 
 @composite
 def mse_loss(input, target, reduction="mean"):
+    """The squared error (input - target)², reduced by ``reduction`` ('mean', 'sum' or 'none')."""
     _check_same_shape(input, target, "mse_loss")
     d = input - target
     return _reduce_loss(d * d, reduction, "mse_loss")
@@ -871,6 +880,7 @@ def mse_loss(input, target, reduction="mean"):
 
 @composite
 def l1_loss(input, target, reduction="mean"):
+    """The absolute error |input - target|, reduced by ``reduction`` ('mean', 'sum' or 'none')."""
     _check_same_shape(input, target, "l1_loss")
     return _reduce_loss((input - target).abs(), reduction, "l1_loss")
 

@@ -119,25 +119,35 @@ _AVG_FIELDS = (("kernel_size", REQUIRED, "size"), ("stride", None, "size"), ("pa
 
 
 class MaxPool1dConfig(Config):
+    """Builds ``MaxPool1d(kernel_size, stride=None, padding=0, dilation=1)``."""
+
     FIELDS = _MAX_FIELDS
     MODULE = MaxPool1d
 
 
 class MaxPool2dConfig(Config):
+    """Builds ``MaxPool2d(kernel_size, stride=None, padding=0, dilation=1)``."""
+
     FIELDS = _MAX_FIELDS
     MODULE = MaxPool2d
 
 
 class AvgPool1dConfig(Config):
+    """Builds ``AvgPool1d(kernel_size, stride=None, padding=0)``."""
+
     FIELDS = _AVG_FIELDS
     MODULE = AvgPool1d
 
 
 class AvgPool2dConfig(Config):
+    """Builds ``AvgPool2d(kernel_size, stride=None, padding=0)``."""
+
     FIELDS = _AVG_FIELDS
     MODULE = AvgPool2d
 
 
 class AdaptiveAvgPool2dConfig(Config):
+    """Builds ``AdaptiveAvgPool2d(output_size)``."""
+
     FIELDS = (("output_size", REQUIRED, "size"),)
     MODULE = AdaptiveAvgPool2d
