@@ -223,6 +223,8 @@ def linspace(start, end, steps, dtype=None, device=None):
         # from both ends toward the middle, as torch does, so the last value is exactly ``end``
         flat = [start + i * step if i < half else end - (steps - 1 - i) * step for i in range(steps)]
     dt = dtypes.get(dtype, "linspace") if dtype is not None else dtypes.default_float
+    if dt is dtypes.bool_:
+        raise DTypeError("linspace: expected a numeric dtype, found bool")
     dev = resolve(device, "linspace")
     return Tensor(dev.from_list(flat, (steps,), dt), (steps,), dt, dev)
 

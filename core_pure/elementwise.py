@@ -219,3 +219,23 @@ def bitwise_not(x):
     if x.dtype is dtypes.bool_:
         return unary("logical_not", x)
     return Tensor(x.device.unary("bitwise_not", x._data), x.shape, x.dtype, x.device)
+
+
+def div(a, b, rounding_mode=None):
+    """``a / b`` (always a float), or with ``rounding_mode`` the quotient rounded toward zero
+    (``"trunc"``) or down (``"floor"``), in the operands' promoted dtype: ``torch.div``'s rules."""
+    if rounding_mode is None:
+        return binary("div", a, b)
+    if rounding_mode == "floor":
+        return binary("floordiv", a, b)
+    if rounding_mode != "trunc":
+        from .errors import ArgumentError
+        raise ArgumentError("div: rounding_mode must be None, 'trunc' or 'floor', found %r" % (rounding_mode,))
+    floor = binary("floordiv", a, b)
+    if floor.dtype.kind == "f":
+        return binary("div", a, b).trunc()
+    # an inexact quotient of mixed signs was floored one below its truncation
+    inexact = binary("mod", a, b) != 0
+    mixed = binary("ne", binary("lt", a, 0), binary("lt", b, 0)) if type(b) is Tensor else \
+        (binary("ge", a, 0) if b < 0 else binary("lt", a, 0))
+    return where(inexact & mixed, floor + 1, floor)

@@ -40,6 +40,22 @@ def reshape(x, shape):
     return Tensor(x.device.reshape(x._data, shape), shape, x.dtype, x.device)
 
 
+def view_dtype(x, dtype):
+    """The bytes of ``x`` read as ``dtype`` (PyTorch's ``x.view(dtype)``): the same shape for the same
+    item size; else the last dim grows or shrinks by the size ratio. Reads the bytes (a sync point)."""
+    old, new = x.dtype.itemsize, dtype.itemsize
+    shape = x.shape
+    if old != new:
+        if not shape:
+            raise ShapeError("view: a 0-d tensor cannot be viewed as %s (item size %d, %s has %d)"
+                             % (dtype.name, new, x.dtype.name, old))
+        if (shape[-1] * old) % new:
+            raise ShapeError("view: the last dim (%d) of %s times %d bytes must divide by %d to view %s as %s"
+                             % (shape[-1], shape, old, new, x.dtype.name, dtype.name))
+        shape = shape[:-1] + (shape[-1] * old // new,)
+    return Tensor(x.device.from_bytes(x.device.to_bytes(x._data), shape, dtype), shape, dtype, x.device)
+
+
 def permute(x, dims):
     dims = _shape_arg(dims)
     nd = len(x.shape)
@@ -98,7 +114,7 @@ def squeeze(x, dim=None):
     if dim is None:
         return reshape(x, tuple(s for s in x.shape if s != 1))
     d = _dim(dim, len(x.shape), "squeeze")
-    if x.shape[d] != 1:
+    if not x.shape or x.shape[d] != 1:  # a 0-d tensor takes dim 0 or -1 and stays as it is
         return x.clone()
     return reshape(x, x.shape[:d] + x.shape[d + 1:])
 
@@ -191,8 +207,10 @@ def flip(x, dims):
 def roll(x, shifts, dims=None):
     """Elements shifted along ``dims`` (or the flattened tensor), wrapping around."""
     if dims is None:
+        if type(shifts) in (tuple, list) and len(shifts) == 1:
+            shifts = shifts[0]
         if type(shifts) is not int:
-            raise ArgumentTypeError("roll: without dims, shifts must be one int")
+            raise ArgumentTypeError("roll: without dims, shifts must be one int, found %r" % (shifts,))
         return roll(x.reshape(-1), shifts, 0).reshape(x.shape)
     shifts = (shifts,) if type(shifts) is int else tuple(shifts)
     dims = (dims,) if type(dims) is int else tuple(dims)

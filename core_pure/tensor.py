@@ -363,9 +363,9 @@ class Tensor:
         """``self * o``, broadcast and promoted."""
         return binary("mul", self, o)
 
-    def div(self, o):
-        """``self / o``: always a float result (float32 for integer inputs)."""
-        return binary("div", self, o)
+    def div(self, o, *, rounding_mode=None):
+        """``self / o``; ``rounding_mode`` ``"trunc"`` or ``"floor"`` rounds the quotient (ints stay ints)."""
+        return elementwise.div(self, o, rounding_mode)
 
     def pow(self, o):
         """``self ** o``; integer powers wrap on overflow and ``int ** negative`` truncates like C."""
@@ -552,72 +552,72 @@ class Tensor:
         return unary("isinf", self)
 
     # -- reductions -----------------------------------------------------------------------------
-    def sum(self, dim=None, keepdim=False):
-        """The sum over ``dim`` (an int, a tuple of ints, or None for every element).
+    def sum(self, dim=None, keepdim=False, *, dtype=None, axis=None):
+        """The sum over ``dim`` (an int, a tuple of ints, or None for every element; ``axis`` spells it
+        too). bool and integer tensors sum in int64, as PyTorch does, unless ``dtype`` names another:
+        ``x.sum(axis=0, dtype=ember.float64)``; ``keepdim`` keeps the reduced dims as 1."""
+        return reduction.sum(self, dim, keepdim, dtype, axis)
 
-        bool and integer tensors sum in int64, as PyTorch does; ``keepdim`` keeps the reduced dims as 1.
-        """
-        return reduction.sum(self, dim, keepdim)
+    def mean(self, dim=None, keepdim=False, *, dtype=None, axis=None):
+        """The mean over ``dim`` (or ``axis``); integers average in float32, or in the float ``dtype``."""
+        return reduction.mean(self, dim, keepdim, dtype, axis)
 
-    def mean(self, dim=None, keepdim=False):
-        """The mean over ``dim`` (None: every element); integer tensors give float32 (PyTorch raises)."""
-        return reduction.mean(self, dim, keepdim)
+    def prod(self, dim=None, keepdim=False, *, dtype=None, axis=None):
+        """The product over ``dim`` (or ``axis``), in ``dtype`` when given."""
+        return reduction.prod(self, dim, keepdim, dtype, axis)
 
-    def prod(self, dim=None, keepdim=False):
-        """The product over ``dim`` (None: every element); bool and integers multiply in int64."""
-        return reduction.prod(self, dim, keepdim)
+    def max(self, dim=None, keepdim=False, *, axis=None):
+        """The largest element; with ``dim`` (or ``axis``), ``(values, indices)`` along it."""
+        return reduction.extreme("max", self, dim, keepdim, axis)
 
-    def max(self, dim=None, keepdim=False):
-        """The largest element; with ``dim``, ``(values, indices)`` along it."""
-        return reduction.extreme("max", self, dim, keepdim)
+    def min(self, dim=None, keepdim=False, *, axis=None):
+        """The smallest element; with ``dim`` (or ``axis``), ``(values, indices)`` along it (nan
+        propagates; ties: first index)."""
+        return reduction.extreme("min", self, dim, keepdim, axis)
 
-    def min(self, dim=None, keepdim=False):
-        """The smallest element; with ``dim``, ``(values, indices)`` along it (nan propagates; ties: first index)."""
-        return reduction.extreme("min", self, dim, keepdim)
+    def argmax(self, dim=None, keepdim=False, *, axis=None):
+        """The index of the first largest element along ``dim`` (or ``axis``; flat when None)."""
+        return reduction.arg("argmax", self, dim, keepdim, axis)
 
-    def argmax(self, dim=None, keepdim=False):
-        """The index of the first largest element (flat when ``dim`` is None), as int64."""
-        return reduction.arg("argmax", self, dim, keepdim)
+    def argmin(self, dim=None, keepdim=False, *, axis=None):
+        """The index of the first smallest element along ``dim`` (or ``axis``; flat when None)."""
+        return reduction.arg("argmin", self, dim, keepdim, axis)
 
-    def argmin(self, dim=None, keepdim=False):
-        """The index of the first smallest element (flat when ``dim`` is None), as int64."""
-        return reduction.arg("argmin", self, dim, keepdim)
+    def var(self, dim=None, unbiased=True, keepdim=False, correction=None, *, axis=None):
+        """The variance over ``dim`` (or ``axis``), ``correction`` subtracted from the count."""
+        return reduction.var(self, dim, unbiased, keepdim, correction, axis)
 
-    def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
-        """The variance over ``dim``; ``correction`` (1, or 0 when ``unbiased=False``) is subtracted from the count."""
-        return reduction.var(self, dim, unbiased, keepdim, correction)
+    def std(self, dim=None, unbiased=True, keepdim=False, correction=None, *, axis=None):
+        """The standard deviation over ``dim`` (or ``axis``), ``correction`` subtracted from the count."""
+        return reduction.std(self, dim, unbiased, keepdim, correction, axis)
 
-    def std(self, dim=None, unbiased=True, keepdim=False, correction=None):
-        """The standard deviation over ``dim`` (``var``'s arguments)."""
-        return reduction.std(self, dim, unbiased, keepdim, correction)
+    def logsumexp(self, dim=None, keepdim=False, *, axis=None):
+        """log(sum(exp(x))) over ``dim`` (or ``axis``), computed without overflow."""
+        return reduction.logsumexp(self, dim, keepdim, axis)
 
-    def logsumexp(self, dim=None, keepdim=False):
-        """log(sum(exp(self))) over ``dim``, computed without overflow."""
-        return reduction.logsumexp(self, dim, keepdim)
+    def cumsum(self, dim=None, *, dtype=None, axis=None):
+        """Running sums along ``dim`` (or ``axis``), in ``dtype`` when given."""
+        return reduction.cumsum(self, dim, dtype, axis)
 
-    def cumsum(self, dim):
-        """Running sums along ``dim`` (bool and integers accumulate in int64)."""
-        return reduction.cumsum(self, dim)
+    def cumprod(self, dim=None, *, dtype=None, axis=None):
+        """Running products along ``dim`` (or ``axis``), in ``dtype`` when given."""
+        return reduction.cumprod(self, dim, dtype, axis)
 
-    def cumprod(self, dim):
-        """Running products along ``dim`` (bool and integers accumulate in int64)."""
-        return reduction.cumprod(self, dim)
+    def cummax(self, dim=None, *, axis=None):
+        """Running ``(values, indices)`` of the maximum along ``dim`` (or ``axis``)."""
+        return reduction.cumextreme("cummax", self, dim, axis)
 
-    def cummax(self, dim):
-        """Running maxima along ``dim``: ``(values, indices)``."""
-        return reduction.cumextreme("cummax", self, dim)
+    def cummin(self, dim=None, *, axis=None):
+        """Running ``(values, indices)`` of the minimum along ``dim`` (or ``axis``)."""
+        return reduction.cumextreme("cummin", self, dim, axis)
 
-    def cummin(self, dim):
-        """Running minima along ``dim``: ``(values, indices)``."""
-        return reduction.cumextreme("cummin", self, dim)
+    def sort(self, dim=-1, descending=False, *, stable=False, axis=None):
+        """``(values, indices)`` sorted along ``dim`` (or ``axis``); always stable."""
+        return reduction.sort(self, dim, descending, stable, axis)
 
-    def sort(self, dim=-1, descending=False):
-        """``(values, indices)`` sorted along ``dim``; stable; nan sorts last (first when descending)."""
-        return reduction.sort(self, dim, descending)
-
-    def argsort(self, dim=-1, descending=False):
-        """The indices that sort ``self`` along ``dim`` (stable)."""
-        return reduction.argsort(self, dim, descending)
+    def argsort(self, dim=-1, descending=False, *, stable=False, axis=None):
+        """The indices that sort along ``dim`` (or ``axis``); always stable."""
+        return reduction.argsort(self, dim, descending, stable, axis)
 
     def topk(self, k, dim=-1, largest=True, sorted=True):
         """``(values, indices)`` of the ``k`` largest (``largest=False``: smallest) entries along ``dim``."""
@@ -631,13 +631,13 @@ class Tensor:
         """The coordinates of the nonzero elements: (n, ndim) int64, or a tuple of 1-D tensors (a sync point)."""
         return indexing.nonzero(self, as_tuple)
 
-    def any(self, dim=None, keepdim=False):
-        """Whether any element is nonzero (over ``dim``, or all of them), as bool."""
-        return reduction.logical("any", self, dim, keepdim)
+    def any(self, dim=None, keepdim=False, *, axis=None):
+        """Whether any element along ``dim`` (an int, a tuple or all; or ``axis``) is nonzero."""
+        return reduction.logical("any", self, dim, keepdim, axis)
 
-    def all(self, dim=None, keepdim=False):
-        """Whether every element is nonzero (over ``dim``, or all of them), as bool."""
-        return reduction.logical("all", self, dim, keepdim)
+    def all(self, dim=None, keepdim=False, *, axis=None):
+        """Whether every element along ``dim`` (an int, a tuple or all; or ``axis``) is nonzero."""
+        return reduction.logical("all", self, dim, keepdim, axis)
 
     # -- shape and movement ---------------------------------------------------------------------
     def reshape(self, *shape):
@@ -645,7 +645,10 @@ class Tensor:
         return movement.reshape(self, shape)
 
     def view(self, *shape):
-        """Same as ``reshape``: ember needs no contiguous layout, so a view never fails (it may copy)."""
+        """Same as ``reshape`` (ember needs no contiguous layout, so a view never fails; it may copy);
+        ``x.view(ember.int32)`` instead reads the bytes as another dtype (a copy)."""
+        if len(shape) == 1 and type(shape[0]) is dtypes.DType:
+            return movement.view_dtype(self, shape[0])
         return movement.reshape(self, shape)
 
     def permute(self, *dims):
@@ -717,9 +720,10 @@ class Tensor:
         """Values along ``dim`` at ``index`` (same rank as ``self``): ``out[i][j] = self[index[i][j]][j]`` for dim 0."""
         return indexing.gather(self, dim, index)
 
-    def scatter(self, dim, index, src, reduce=None):
-        """A copy with ``src`` (a tensor or a number) written at ``index`` along ``dim``; ``reduce='add'`` sums."""
-        return indexing.scatter(self, dim, index, src, reduce)
+    def scatter(self, dim, index, src=None, reduce=None, *, value=None):
+        """A copy with ``src`` (a tensor or number, or ``value=``) written at ``index`` along ``dim``;
+        ``reduce`` ``"add"`` or ``"multiply"`` combines with what is there."""
+        return indexing.scatter(self, dim, index, src, reduce, value)
 
     def scatter_add(self, dim, index, src):
         """A copy with ``src`` added at ``index`` along ``dim`` (duplicates summed)."""

@@ -17,20 +17,23 @@ class _Pool(Module):
         checks.ndim(x, self.NAME, (self.N + 1, self.N + 2), _LAYOUTS[self.N])
         if len(x.shape) == self.N + 2:
             return self._pool(x)
-        return self._pool(x.unsqueeze(0)).squeeze(0)
+        out = self._pool(x.unsqueeze(0))
+        return tuple(t.squeeze(0) for t in out) if type(out) is tuple else out.squeeze(0)
 
 
 class _MaxPool(_Pool):
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
         super().__init__()
         self.kernel_size = kernel_size
         self.stride = kernel_size if stride is None else stride
         self.padding = padding
         self.dilation = dilation
+        self.return_indices = return_indices
+        self.ceil_mode = ceil_mode
 
     def extra_repr(self):
-        return "kernel_size=%r, stride=%r, padding=%r, dilation=%r" % (self.kernel_size, self.stride, self.padding,
-                                                                      self.dilation)
+        return "kernel_size=%r, stride=%r, padding=%r, dilation=%r, ceil_mode=%r" % (
+            self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
 
 
 class MaxPool1d(_MaxPool):
@@ -40,7 +43,8 @@ class MaxPool1d(_MaxPool):
     NAME = "MaxPool1d"
 
     def _pool(self, x):
-        return F.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation)
+        return F.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                            self.return_indices)
 
 
 class MaxPool2d(_MaxPool):
@@ -50,15 +54,18 @@ class MaxPool2d(_MaxPool):
     NAME = "MaxPool2d"
 
     def _pool(self, x):
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation)
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                            self.return_indices)
 
 
 class _AvgPool(_Pool):
-    def __init__(self, kernel_size, stride=None, padding=0):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
         super().__init__()
         self.kernel_size = kernel_size
         self.stride = kernel_size if stride is None else stride
         self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
 
     def extra_repr(self):
         return "kernel_size=%r, stride=%r, padding=%r" % (self.kernel_size, self.stride, self.padding)
@@ -71,7 +78,7 @@ class AvgPool1d(_AvgPool):
     NAME = "AvgPool1d"
 
     def _pool(self, x):
-        return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding)
+        return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
 
 
 class AvgPool2d(_AvgPool):
@@ -80,8 +87,14 @@ class AvgPool2d(_AvgPool):
     N = 2
     NAME = "AvgPool2d"
 
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
+        self.divisor_override = divisor_override
+
     def _pool(self, x):
-        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding)
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                            self.divisor_override)
 
 
 class MaxPool3d(_MaxPool):
@@ -152,8 +165,9 @@ class AdaptiveAvgPool2d(_Pool):
 
 
 _MAX_FIELDS = (("kernel_size", REQUIRED, "size"), ("stride", None, "size"), ("padding", 0, "size>=0"),
-               ("dilation", 1, "size"))
-_AVG_FIELDS = (("kernel_size", REQUIRED, "size"), ("stride", None, "size"), ("padding", 0, "size>=0"))
+               ("dilation", 1, "size"), ("return_indices", False, "bool"), ("ceil_mode", False, "bool"))
+_AVG_FIELDS = (("kernel_size", REQUIRED, "size"), ("stride", None, "size"), ("padding", 0, "size>=0"),
+               ("ceil_mode", False, "bool"), ("count_include_pad", True, "bool"))
 
 
 class MaxPool1dConfig(Config):
