@@ -105,7 +105,8 @@ class MaxPool3d(_MaxPool):
 
     def _pool(self, x):
         """The pooling of a batched input."""
-        return F.max_pool3d(x, self.kernel_size, self.stride, self.padding, self.dilation)
+        return F.max_pool3d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+                            self.return_indices)
 
 
 class AvgPool3d(_AvgPool):
@@ -115,15 +116,15 @@ class AvgPool3d(_AvgPool):
     N = 3
     NAME = "AvgPool3d"
 
-    def __init__(self, kernel_size, stride=None, padding=0, count_include_pad=True, divisor_override=None):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
         """PyTorch's arguments; ``stride`` defaults to ``kernel_size``."""
-        super().__init__(kernel_size, stride, padding)
-        self.count_include_pad = count_include_pad
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
         self.divisor_override = divisor_override
 
     def _pool(self, x):
         """The pooling of a batched input."""
-        return F.avg_pool3d(x, self.kernel_size, self.stride, self.padding, False, self.count_include_pad,
+        return F.avg_pool3d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
                             self.divisor_override)
 
 
@@ -206,9 +207,10 @@ class MaxPool3dConfig(Config):
 
 
 class AvgPool3dConfig(Config):
-    """Builds ``AvgPool3d(kernel_size, stride=None, padding=0, count_include_pad=True, divisor_override=None)``."""
+    """Builds ``AvgPool3d(kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+    divisor_override=None)``."""
 
-    FIELDS = _AVG_FIELDS + (("count_include_pad", True, "bool"), ("divisor_override", None, "int>0"))
+    FIELDS = _AVG_FIELDS + (("divisor_override", None, "int>0"),)
     MODULE = AvgPool3d
 
 
