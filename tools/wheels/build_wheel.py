@@ -23,21 +23,30 @@ import zipfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DIST = os.path.join(ROOT, "dist")
 WORK = os.path.join(ROOT, "build", "wheels")
-ZIG_CC = "%s -m ziglang cc" % shlex.quote(sys.executable)
+
+
+def _zig():
+    """The zig binary of the dev extra's ziglang (not ``python -m ziglang``: pip's isolated build
+    environment hides the venv's packages from a Python started inside it)."""
+    try:
+        import ziglang
+    except ImportError:
+        sys.exit("build: the aarch64 wheel needs zig (pip install ziglang, in the dev extra)")
+    return os.path.join(os.path.dirname(ziglang.__file__), "zig")
 
 
 def _zig_cross(target, host_platform):
     # setuptools takes CC and LDSHARED as command lines; _PYTHON_HOST_PLATFORM sets the wheel's
     # platform tag and ext_c/build_ckernels.py's choice of sources
-    cc = "%s -target %s" % (ZIG_CC, target)
+    cc = "%s cc -target %s" % (shlex.quote(_zig()), target)
     return {"CC": cc, "LDSHARED": cc + " -shared", "_PYTHON_HOST_PLATFORM": host_platform}
 
 
-# kind: (extra environment, expected tag before repair, auditwheel --plat or None for no repair)
+# kind: (its extra environment, the tag pip wheel gives it, auditwheel's --plat or None: no repair)
 KINDS = {
-    "native": ({}, "cp310-abi3-linux_" + platform.machine(), "auto"),
-    "pure": ({"EMBER_PURE": "1"}, "py3-none-any", None),
-    "aarch64": (_zig_cross("aarch64-linux-gnu.2.17", "linux-aarch64"), "cp310-abi3-linux_aarch64",
+    "native": (dict, "cp310-abi3-linux_" + platform.machine(), "auto"),
+    "pure": (lambda: {"EMBER_PURE": "1"}, "py3-none-any", None),
+    "aarch64": (lambda: _zig_cross("aarch64-linux-gnu.2.17", "linux-aarch64"), "cp310-abi3-linux_aarch64",
                 "manylinux_2_17_aarch64"),
 }
 
@@ -104,7 +113,8 @@ def _auditwheel(wheel, plat, out):
 
 
 def build(kind):
-    extra, expected_tag, plat = KINDS[kind]
+    environment, expected_tag, plat = KINDS[kind]
+    extra = environment()
     work = os.path.join(WORK, kind)
     shutil.rmtree(work, ignore_errors=True)
     source, built, repaired = (os.path.join(work, d) for d in ("src", "built", "repaired"))

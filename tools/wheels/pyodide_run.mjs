@@ -10,11 +10,17 @@ const cut = rest.indexOf("--");
 const wheels = rest.slice(0, cut);
 const pytestArgs = rest.slice(cut + 1);
 
+// an uncaught error would print a line of Pyodide's minified source; its message is what helps
+process.on("uncaughtException", (error) => {
+  console.error("pyodide_run: " + (error.message || error));
+  process.exit(2);
+});
+
 const { loadPyodide } = await import(pathToFileURL(join(pyodideDir, "pyodide.mjs")).href);
 const pyodide = await loadPyodide({ env: { ...process.env, HOME: "/home/pyodide" } });
 const site = pyodide.runPython("import site; site.getsitepackages()[0]");
 for (const wheel of wheels) {
-  pyodide.unpackArchive(readFileSync(wheel), "wheel", { extractDir: site });
+  pyodide.unpackArchive(new Uint8Array(readFileSync(wheel)), "wheel", { extractDir: site });
 }
 pyodide.FS.mkdirTree("/repo");
 pyodide.FS.mount(pyodide.FS.filesystems.NODEFS, { root: repo }, "/repo");
