@@ -13,6 +13,8 @@
 #   make demo       every examples/*.py on CPython, then on MicroPython; ends training on the digits
 #   make bench      every bench/*.py on CPython (bench/_*.py are shared helpers)
 #   make cross-check  compile the portable C kernels for aarch64 and Cortex-M4 (zig cc)
+#   make wheels     dist/: the x86_64 and aarch64 (zig cc) abi3 manylinux wheels and the pure one; tests
+#                   the aarch64 wheel under qemu-user and the pure one in Pyodide (tools/wheels/)
 #   make clean      remove .venv, node_modules and build leftovers
 #
 # Variables: PYTEST_ARGS (e.g. PYTEST_ARGS='-k conv -x'), MPY_ARGS (e.g. MPY_ARGS='-k conv -v'),
@@ -37,7 +39,7 @@ MPY_PORTS ?= wasm unix
 PYTEST_ARGS ?=
 MPY_ARGS ?=
 
-.PHONY: test test-py test-mpy test-boards test-quickstart demo bench cross-check clean venv system $(VENV) node_modules
+.PHONY: test test-py test-mpy test-boards test-quickstart demo bench cross-check wheels clean venv system $(VENV) node_modules
 
 # ---- environments -----------------------------------------------------------
 
@@ -141,6 +143,16 @@ bench: $(VENV)
 # The portable C kernels compiled for aarch64 Linux and a bare-metal Cortex-M4, with sizes.
 cross-check: $(VENV)
 	$(PY) ext_c/cross_check.py
+
+# The wheels ember publishes for Linux, built and tested here (the other platforms: cibuildwheel in
+# .github/workflows/wheels.yml). qemu-user-static and Debian's arm64 python3.11 come through apt-get.
+wheels: $(VENV)
+	$(PY) tools/wheels/build_wheel.py native
+	$(PY) tools/wheels/build_wheel.py pure
+	$(PY) tools/wheels/build_wheel.py aarch64
+	$(PY) tools/wheels/test_aarch64.py
+	$(PY) tools/wheels/test_pyodide.py
+	@ls -l dist/*.whl
 
 clean:
 	rm -rf $(VENV) node_modules build dist *.egg-info core_pure/_ckernels*
