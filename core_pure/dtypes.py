@@ -10,6 +10,11 @@ from .errors import DTypeError
 
 
 class DType:
+    """An element type: ``ember.float32``, ``ember.int64``, ``ember.bool``...
+
+    ``name`` (``"float32"``), ``kind`` (``"b"``, ``"i"`` or ``"f"``) and ``bits``; integer dtypes
+    also give their range as ``lo`` and ``hi``. Compare dtypes with ``is``.
+    """
     __slots__ = ("name", "kind", "bits", "rank", "code", "lo", "hi")
 
     def __init__(self, name, kind, bits, rank, code, signed=True):
@@ -29,10 +34,12 @@ class DType:
 
     @property
     def is_float(self):
+        """Whether this is a floating-point dtype (its kind is 'f')."""
         return self.kind == "f"
 
     @property
     def itemsize(self):
+        """Bytes per element (1 for bool)."""
         return self.bits // 8 if self.bits >= 8 else 1
 
     def __repr__(self):

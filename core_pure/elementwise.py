@@ -12,6 +12,7 @@ _SCALARS = (bool, int, float)
 
 
 def same_device(a, b, op):
+    """The device ``a`` and ``b`` share, else a ``DeviceError`` naming both (``op`` names the caller)."""
     da, db = a.device, b.device
     if da is not db and da != db:
         raise DeviceError("%s: expected tensors on one device, found %r and %r" % (op, da, db))
@@ -177,6 +178,7 @@ def relu(x):
 
 
 def clamp(x, min=None, max=None):
+    """Each element limited to [min, max]; either bound may be None, a number or a tensor (broadcast)."""
     if min is None and max is None:
         from .errors import ArgumentError
         raise ArgumentError("clamp: expected min or max, found neither")
@@ -188,6 +190,7 @@ def clamp(x, min=None, max=None):
 
 
 def isfinite(x):
+    """A bool tensor: True where ``x`` is neither inf nor nan (always True for integers)."""
     if x.dtype.kind != "f":
         from .creation import full
         return full(x.shape, True, dtype=dtypes.bool_, device=x.device)
@@ -216,3 +219,23 @@ def bitwise_not(x):
     if x.dtype is dtypes.bool_:
         return unary("logical_not", x)
     return Tensor(x.device.unary("bitwise_not", x._data), x.shape, x.dtype, x.device)
+
+
+def div(a, b, rounding_mode=None):
+    """``a / b`` (always a float), or with ``rounding_mode`` the quotient rounded toward zero
+    (``"trunc"``) or down (``"floor"``), in the operands' promoted dtype: ``torch.div``'s rules."""
+    if rounding_mode is None:
+        return binary("div", a, b)
+    if rounding_mode == "floor":
+        return binary("floordiv", a, b)
+    if rounding_mode != "trunc":
+        from .errors import ArgumentError
+        raise ArgumentError("div: rounding_mode must be None, 'trunc' or 'floor', found %r" % (rounding_mode,))
+    floor = binary("floordiv", a, b)
+    if floor.dtype.kind == "f":
+        return binary("div", a, b).trunc()
+    # an inexact quotient of mixed signs was floored one below its truncation
+    inexact = binary("mod", a, b) != 0
+    mixed = binary("ne", binary("lt", a, 0), binary("lt", b, 0)) if type(b) is Tensor else \
+        (binary("ge", a, 0) if b < 0 else binary("lt", a, 0))
+    return where(inexact & mixed, floor + 1, floor)

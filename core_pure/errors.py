@@ -3,14 +3,15 @@
 Every message names the op and what was expected against what was found, e.g.
 ``matmul: expected a.shape[-1] == b.shape[-2], found (2, 3) @ (4, 5)``.
 
-On CPython each class subclasses ``EmberError`` and its builtin. MicroPython cannot give a class
-two exception bases, so there each class subclasses only its builtin and ``EmberError`` is the
+On CPython each class subclasses ``EmberError`` and its builtins; ``ShapeError`` is also a
+``RuntimeError``, which PyTorch raises for shape problems. MicroPython cannot give a class two
+exception bases, so there each class subclasses only its first builtin and ``EmberError`` is the
 tuple of them all: ``except ember.EmberError`` and ``isinstance(e, ember.EmberError)`` work on both.
 """
 
-# (name, builtin, what it means)
+# (name, builtins, what it means)
 _KINDS = (
-    ("ShapeError", ValueError, "Shapes that cannot meet in an op (broadcasting, matmul, reshape, cat...)."),
+    ("ShapeError", (ValueError, RuntimeError), "Shapes that cannot meet in an op (broadcasting, matmul, reshape, cat...)."),
     ("DTypeError", TypeError, "A dtype an op does not accept, or an unknown dtype name."),
     ("DeviceError", ValueError, "Tensors on devices that cannot meet in one op."),
     ("IndexOutOfRange", IndexError, "An index or dim outside a tensor's bounds."),
@@ -29,11 +30,12 @@ def _build():
     classes = {}
     try:
         for name, builtin, doc in _KINDS:
-            classes[name] = type(name, (EmberError, builtin), {"__doc__": doc})
+            bases = builtin if type(builtin) is tuple else (builtin,)
+            classes[name] = type(name, (EmberError,) + bases, {"__doc__": doc})
         return EmberError, classes
     except TypeError:  # MicroPython: "multiple bases have instance lay-out conflict"
         for name, builtin, doc in _KINDS:
-            classes[name] = type(name, (builtin,), {})
+            classes[name] = type(name, (builtin[0] if type(builtin) is tuple else builtin,), {})
         return tuple(classes[name] for name, _, _ in _KINDS), classes
 
 

@@ -1,8 +1,9 @@
 """Indexing: ``x[...]`` and ``x[...] = v`` with every index form, gather/scatter and their relatives.
 
 Basic indices (ints, slices with positive steps, None, ...) become one ``slice`` view. Integer and
-boolean tensor indices follow numpy's advanced-indexing rules; their positions are computed on
-the host (a sync point, see docs/architecture.md §5.3) and applied with ``gather``/``scatter``.
+boolean tensor indices follow PyTorch's advanced-indexing rules (numpy's, except that ints stay
+basic indices: docs/architecture.md §5.3); their positions are computed on the host (a sync
+point) and applied with ``gather``/``scatter``.
 """
 from . import dtypes
 from .errors import ArgumentError, ArgumentTypeError, DTypeError, IndexOutOfRange, ShapeError
@@ -176,8 +177,10 @@ def _advanced_host(host, items):
             x = x.unsqueeze(k)
     items = [_ALL if i is None else i for i in items]
     items += [_ALL] * (len(x.shape) - len(items))
-    ranges, shape = _basic(x, [i if type(i) is slice else _ALL for i in items])
+    # PyTorch's rule: ints are basic indices; they drop their dims before the tensor indices apply
+    ranges, shape = _basic(x, [i if type(i) is slice or _is_int(i) else _ALL for i in items])
     x = _apply_basic(x, ranges, shape)
+    items = [i for i in items if not _is_int(i)]
     adv = [k for k, i in enumerate(items) if type(i) is not slice]
     parts = [_as_int_lists(items[k], x.shape[k], k) for k in adv]
     bshape = ()
@@ -338,20 +341,28 @@ def gather(x, dim, index):
     return Tensor(x.device.gather(x._data, d, index._data), index.shape, x.dtype, x.device)
 
 
-def scatter(x, dim, index, src, reduce=None):
-    """A copy of ``x`` with ``src`` written at ``index`` along ``dim`` (``reduce="add"`` sums)."""
+def scatter(x, dim, index, src=None, reduce=None, value=None):
+    """A copy of ``x`` with ``src`` (a tensor of ``x``'s dtype, or a number; ``value`` names a number
+    too) written at ``index`` along ``dim``; ``reduce="add"`` sums, ``"multiply"`` multiplies."""
     from .creation import full
     from .elementwise import same_device
     index = _index_tensor(index, "scatter")
     same_device(x, index, "scatter")
-    mode = {None: "set", "add": "add", "sum": "add"}.get(reduce)
+    mode = {None: "set", "add": "add", "sum": "add", "multiply": "mul", "prod": "mul"}.get(reduce)
     if mode is None:
-        raise ArgumentError("scatter: reduce must be None, 'add' or 'sum', found %r" % (reduce,))
+        raise ArgumentError("scatter: reduce must be None, 'add' or 'multiply', found %r" % (reduce,))
+    if (src is None) == (value is None):
+        raise ArgumentTypeError("scatter: expected one of src (a tensor or number) and value (a number)")
+    if value is not None:
+        if type(value) is Tensor or dtypes.scalar_kind(value) is None:
+            raise ArgumentTypeError("scatter: value must be a number, found %s" % type(value).__name__)
+        src = value
     d = _dim(dim, max(len(x.shape), 1), "scatter")
     if type(src) is not Tensor:
         src = full(index.shape, src, dtype=x.dtype, device=x.device)
     same_device(x, src, "scatter")
-    src = src.to(x.dtype)
+    if src.dtype is not x.dtype:
+        raise DTypeError("scatter: expected src of the input's dtype %s, found %s" % (x.dtype.name, src.dtype.name))
     if len(index.shape) != len(x.shape) or len(src.shape) != len(x.shape):
         raise ShapeError("scatter: expected index and src with %d dims, found %s and %s"
                          % (len(x.shape), index.shape, src.shape))
@@ -359,7 +370,48 @@ def scatter(x, dim, index, src, reduce=None):
         if index.shape[k] > src.shape[k] or (k != d and index.shape[k] > x.shape[k]):
             raise ShapeError("scatter: index shape %s exceeds src %s or input %s in dim %d"
                              % (index.shape, src.shape, x.shape, k))
+    if mode == "mul":
+        return _scatter_multiply(x, d, index, src)
     return Tensor(x.device.scatter(x._data, d, index._data, src._data, mode), x.shape, x.dtype, x.device)
+
+
+def _scatter_multiply(x, d, index, src):
+    """``scatter(reduce="multiply")`` from the ``set`` and ``add`` primitives: every target is
+    multiplied by the product of the ``src`` entries sent to it. The targets are read on the host
+    (a sync point, §5.3); each round writes at most one entry per target into a tensor of ones."""
+    from .creation import ones, tensor
+    if not x.shape:
+        x, index, src, d = x.reshape(1), index.reshape(1), src.reshape(1), 0
+    picked = src if src.shape == index.shape else src[tuple(_Slicer()[:n] for n in index.shape)]
+    strides = row_major_strides(x.shape)
+    istrides = row_major_strides(index.shape)
+    flat_index = index.device.to_list(index._data)
+    seen = {}
+    rounds = []  # rounds[r]: ([source positions in picked], [target positions in x])
+    for p, i in enumerate(flat_index):
+        n = x.shape[d]
+        if i < -n or i >= n:
+            raise IndexOutOfRange("scatter: index %d is out of range for dim %d of size %d" % (i, d, n))
+        target = 0
+        rem = p
+        for k in range(len(index.shape)):
+            c = rem // istrides[k]
+            rem -= c * istrides[k]
+            target += (i % n if k == d else c) * strides[k]
+        r = seen.get(target, 0)
+        seen[target] = r + 1
+        if r == len(rounds):
+            rounds.append(([], []))
+        rounds[r][0].append(p)
+        rounds[r][1].append(target)
+    out = x.reshape(-1)
+    flat_src = picked.reshape(-1)
+    for sources, targets in rounds:
+        where = tensor(targets, dtype=dtypes.int64, device=x.device)
+        factors = ones(out.shape[0], dtype=x.dtype, device=x.device).scatter(
+            0, where, take_along(flat_src, tensor(sources, dtype=dtypes.int64, device=x.device)))
+        out = (out * factors).to(x.dtype)
+    return out.reshape(x.shape)
 
 
 def index_select(x, dim, index):

@@ -40,6 +40,22 @@ def reshape(x, shape):
     return Tensor(x.device.reshape(x._data, shape), shape, x.dtype, x.device)
 
 
+def view_dtype(x, dtype):
+    """The bytes of ``x`` read as ``dtype`` (PyTorch's ``x.view(dtype)``): the same shape for the same
+    item size; else the last dim grows or shrinks by the size ratio. Reads the bytes (a sync point)."""
+    old, new = x.dtype.itemsize, dtype.itemsize
+    shape = x.shape
+    if old != new:
+        if not shape:
+            raise ShapeError("view: a 0-d tensor cannot be viewed as %s (item size %d, %s has %d)"
+                             % (dtype.name, new, x.dtype.name, old))
+        if (shape[-1] * old) % new:
+            raise ShapeError("view: the last dim (%d) of %s times %d bytes must divide by %d to view %s as %s"
+                             % (shape[-1], shape, old, new, x.dtype.name, dtype.name))
+        shape = shape[:-1] + (shape[-1] * old // new,)
+    return Tensor(x.device.from_bytes(x.device.to_bytes(x._data), shape, dtype), shape, dtype, x.device)
+
+
 def permute(x, dims):
     dims = _shape_arg(dims)
     nd = len(x.shape)
@@ -98,7 +114,7 @@ def squeeze(x, dim=None):
     if dim is None:
         return reshape(x, tuple(s for s in x.shape if s != 1))
     d = _dim(dim, len(x.shape), "squeeze")
-    if x.shape[d] != 1:
+    if not x.shape or x.shape[d] != 1:  # a 0-d tensor takes dim 0 or -1 and stays as it is
         return x.clone()
     return reshape(x, x.shape[:d] + x.shape[d + 1:])
 
@@ -191,8 +207,10 @@ def flip(x, dims):
 def roll(x, shifts, dims=None):
     """Elements shifted along ``dims`` (or the flattened tensor), wrapping around."""
     if dims is None:
+        if type(shifts) in (tuple, list) and len(shifts) == 1:
+            shifts = shifts[0]
         if type(shifts) is not int:
-            raise ArgumentTypeError("roll: without dims, shifts must be one int")
+            raise ArgumentTypeError("roll: without dims, shifts must be one int, found %r" % (shifts,))
         return roll(x.reshape(-1), shifts, 0).reshape(x.shape)
     shifts = (shifts,) if type(shifts) is int else tuple(shifts)
     dims = (dims,) if type(dims) is int else tuple(dims)
@@ -275,3 +293,133 @@ def tril(x, diagonal=0):
 def triu(x, diagonal=0):
     """The upper triangle of the last two dims (``j - i >= diagonal``); the rest is 0."""
     return _triangle(x, diagonal, False, "triu")
+
+
+def unflatten(x, dim, sizes):
+    """``x`` with ``dim`` split into ``sizes`` (one may be -1): ``unflatten(ones(2, 6), 1, (2, 3))``."""
+    nd = len(x.shape)
+    d = _dim(dim, max(nd, 1), "unflatten")
+    if type(sizes) not in (tuple, list) or not sizes:
+        raise ArgumentTypeError("unflatten: expected sizes as a non-empty tuple of ints, found %r" % (sizes,))
+    n = x.shape[d] if nd else 1
+    sizes = tuple(sizes)
+    known = numel([s for s in sizes if s != -1])
+    if any(type(s) is not int or s < -1 for s in sizes) or sizes.count(-1) > 1 or \
+            (-1 not in sizes and known != n) or (-1 in sizes and (known == 0 or n % known)):
+        raise ShapeError("unflatten: sizes %s do not split dim %d of size %d" % (sizes, d, n))
+    return reshape(x, x.shape[:d] + sizes + x.shape[d + 1:])
+
+
+def view_as(x, other):
+    """``x`` in ``other``'s shape (same element count)."""
+    if type(other) is not Tensor:
+        raise ArgumentTypeError("view_as: expected a tensor, found %s" % type(other).__name__)
+    return reshape(x, other.shape)
+
+
+def unfold(x, dim, size, step):
+    """Every window of ``size`` along ``dim``, ``step`` apart, as a new last dim (``Tensor.unfold``)."""
+    from .creation import tensor
+    nd = len(x.shape)
+    d = _dim(dim, max(nd, 1), "unfold")
+    n = x.shape[d] if nd else 1
+    if type(size) is not int or type(step) is not int:
+        raise ArgumentTypeError("unfold: expected int size and step, found %r and %r" % (size, step))
+    if size < 0 or size > n:
+        raise ShapeError("unfold: size %d must be in [0, %d] for dim %d of shape %s" % (size, n, d, x.shape))
+    if step < 1:
+        raise ArgumentError("unfold: step must be >= 1, found %d" % step)
+    if not nd:
+        return reshape(x, (size,))
+    count = (n - size) // step + 1
+    idx = [w * step + j for w in range(count) for j in range(size)]
+    picked = x.index_select(d, tensor(idx, dtype=dtypes.int64, device=x.device))
+    picked = reshape(picked, x.shape[:d] + (count, size) + x.shape[d + 1:])
+    order = tuple(range(d + 1)) + tuple(range(d + 2, nd + 1)) + (d + 1,)
+    return permute(picked, order)
+
+
+def _repeat_counts(x, repeats, n, op):
+    """``repeats`` (an int, or a 1-D int tensor of 1 or ``n`` counts) as a list of ``n`` ints."""
+    if type(repeats) is int:
+        counts = [repeats] * n
+    elif type(repeats) is Tensor:
+        if repeats.dtype.kind != "i":
+            from .errors import DTypeError
+            raise DTypeError("%s: expected integer repeats, found %s" % (op, repeats.dtype.name))
+        if len(repeats.shape) > 1:
+            raise ShapeError("%s: expected 0-d or 1-D repeats, found shape %s" % (op, repeats.shape))
+        counts = repeats.reshape(-1).tolist()  # the output's size depends on the counts: a sync
+        if len(counts) == 1:
+            counts = counts * n
+        elif len(counts) != n:
+            raise ShapeError("%s: expected 1 or %d repeats, found %d" % (op, n, len(counts)))
+    else:
+        raise ArgumentTypeError("%s: expected repeats as an int or an int tensor, found %s"
+                                % (op, type(repeats).__name__))
+    for c in counts:
+        if c < 0:
+            raise ArgumentError("%s: repeats must be >= 0, found %d" % (op, c))
+    return counts
+
+
+def repeat_interleave(x, repeats=None, dim=None, output_size=None):
+    """Each element repeated ``repeats`` times along ``dim`` (the flattened tensor when None):
+    ``repeat_interleave(tensor([1, 2]), 2)`` is ``[1, 1, 2, 2]``; per-element counts as a tensor.
+    ``repeat_interleave(counts)`` alone gives ``[0]*counts[0] + [1]*counts[1] + ...``."""
+    from .creation import arange, tensor
+    if repeats is None:
+        if type(x) is not Tensor or x.dtype.kind != "i" or len(x.shape) > 1:
+            raise ArgumentError("repeat_interleave: with no repeats, expected a 1-D int tensor of counts")
+        return repeat_interleave(arange(x.numel(), device=x.device), x, 0)
+    if dim is None:
+        x, d = reshape(x, (-1,)), 0
+    else:
+        d = _dim(dim, max(len(x.shape), 1), "repeat_interleave")
+        if not x.shape:
+            x = reshape(x, (1,))
+    n = x.shape[d]
+    counts = _repeat_counts(x, repeats, n, "repeat_interleave")
+    total = 0
+    for c in counts:
+        total += c
+    if output_size is not None and output_size != total:
+        raise ShapeError("repeat_interleave: output_size %d differs from the %d repeats" % (output_size, total))
+    if type(repeats) is int:  # one count: a broadcast view, no index
+        r = repeats
+        wide = expand(unsqueeze(x, d + 1), x.shape[:d + 1] + (r,) + x.shape[d + 1:])
+        return reshape(wide, x.shape[:d] + (n * r,) + x.shape[d + 1:])
+    idx = [i for i in range(n) for _ in range(counts[i])]
+    return x.index_select(d, tensor(idx, dtype=dtypes.int64, device=x.device))
+
+
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids from 1-D tensors: output i varies along dim i (``indexing="ij"``, the
+    default as in PyTorch; ``"xy"`` swaps the first two dims, as numpy's default does)."""
+    if len(tensors) == 1 and type(tensors[0]) in (tuple, list):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise ArgumentError("meshgrid: indexing must be 'ij' or 'xy', found %r" % (indexing,))
+    if not tensors:
+        raise ArgumentError("meshgrid: expected at least one tensor")
+    for k, t in enumerate(tensors):
+        if type(t) is not Tensor:
+            raise ArgumentTypeError("meshgrid: argument %d is a %s, expected a tensor" % (k, type(t).__name__))
+        if len(t.shape) > 1:
+            raise ShapeError("meshgrid: expected 0-d or 1-D tensors, found shape %s for argument %d" % (t.shape, k))
+    from .elementwise import same_device
+    for t in tensors:
+        same_device(tensors[0], t, "meshgrid")
+    sizes = [t.numel() for t in tensors]
+    order = list(range(len(tensors)))
+    if indexing == "xy" and len(tensors) > 1:
+        order[0], order[1] = 1, 0
+    shape = tuple(sizes[i] for i in order)
+    out = []
+    for k, t in enumerate(tensors):
+        at = order.index(k)
+        view = reshape(t, (1,) * at + (sizes[k],) + (1,) * (len(tensors) - at - 1))
+        out.append(expand(view, shape))
+    return tuple(out)

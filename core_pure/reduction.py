@@ -1,7 +1,7 @@
 """Reductions over a dim, a tuple of dims or everything, with ``keepdim``."""
 from . import dtypes
 from .composite import composite
-from .errors import ShapeError
+from .errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
 from .shapes import dim as _dim, dims as _dims, numel
 from .tensor import Tensor
 
@@ -91,35 +91,59 @@ def _reduce(op, x, dims, keepdim, out_dtype):
     return Tensor(data, out_shape, out_dtype, dev)
 
 
-def _accumulating(x):
-    # integer and bool sums count in int64, as torch and numpy do
+def alias(dim, axis, op, default=None):
+    """``dim``, or numpy's spelling ``axis``, which PyTorch accepts for it too."""
+    if axis is None:
+        return dim
+    if dim is not default:
+        raise ArgumentError("%s: expected dim or axis, found both (dim=%r, axis=%r)" % (op, dim, axis))
+    return axis
+
+
+def _accumulating(x, dtype, op):
+    """``x`` in the dtype ``op`` accumulates in: ``dtype`` when given (the input is cast first, as
+    in PyTorch), else int64 for integer and bool tensors (as torch and numpy do)."""
+    if dtype is not None:
+        dtype = dtypes.get(dtype, op)
+        if dtype is dtypes.bool_:
+            raise DTypeError("%s: expected a numeric dtype=, found bool" % op)
+        return x.to(dtype)
     if x.dtype.kind != "f" and x.dtype is not dtypes.int64:
         return x.to(dtypes.int64)
     return x
 
 
-def sum(x, dim=None, keepdim=False):
-    x = _accumulating(x)
-    return _reduce("sum", x, _dims(dim, len(x.shape), "sum"), keepdim, x.dtype)
+def sum(x, dim=None, keepdim=False, dtype=None, axis=None):
+    if dtype is not None and dtypes.get(dtype, "sum") is dtypes.bool_:
+        return logical("any", x, dim, keepdim, axis)  # a sum in bool is "any", as in PyTorch
+    x = _accumulating(x, dtype, "sum")
+    return _reduce("sum", x, _dims(alias(dim, axis, "sum"), len(x.shape), "sum"), keepdim, x.dtype)
 
 
-def prod(x, dim=None, keepdim=False):
-    x = _accumulating(x)
-    return _reduce("prod", x, _dims(dim, len(x.shape), "prod"), keepdim, x.dtype)
+def prod(x, dim=None, keepdim=False, dtype=None, axis=None):
+    if dtype is not None and dtypes.get(dtype, "prod") is dtypes.bool_:
+        return logical("all", x, dim, keepdim, axis)  # a product in bool is "all", as in PyTorch
+    x = _accumulating(x, dtype, "prod")
+    return _reduce("prod", x, _dims(alias(dim, axis, "prod"), len(x.shape), "prod"), keepdim, x.dtype)
 
 
-def mean(x, dim=None, keepdim=False):
-    """The mean; integer tensors average in the default float dtype."""
-    if x.dtype.kind != "f":
+def mean(x, dim=None, keepdim=False, dtype=None, axis=None):
+    """The mean; integer tensors average in the default float dtype (or ``dtype``, a float)."""
+    if dtype is not None:
+        dtype = dtypes.get(dtype, "mean")
+        if dtype.kind != "f":
+            raise DTypeError("mean: expected a float dtype=, found %s" % dtype.name)
+        x = x.to(dtype)
+    elif x.dtype.kind != "f":
         x = x.to(dtypes.default_float)
-    ds = _dims(dim, len(x.shape), "mean")
+    ds = _dims(alias(dim, axis, "mean"), len(x.shape), "mean")
     count = numel([x.shape[d] for d in ds]) if x.shape else 1
     return _reduce("sum", x, ds, keepdim, x.dtype) / count
 
 
-def logical(op, x, dim=None, keepdim=False):
+def logical(op, x, dim=None, keepdim=False, axis=None):
     x = x.to(dtypes.bool_)
-    return _reduce(op, x, _dims(dim, len(x.shape), op), keepdim, dtypes.bool_)
+    return _reduce(op, x, _dims(alias(dim, axis, op), len(x.shape), op), keepdim, dtypes.bool_)
 
 
 def _nonempty(op, x, dims):
@@ -128,8 +152,9 @@ def _nonempty(op, x, dims):
             raise ShapeError("%s: cannot reduce over dim %d of size 0 in shape %s" % (op, d, x.shape))
 
 
-def extreme(op, x, dim=None, keepdim=False):
+def extreme(op, x, dim=None, keepdim=False, axis=None):
     """``max``/``min``: over everything a 0-d tensor; over ``dim`` a (values, indices) pair."""
+    dim = alias(dim, axis, op)
     if dim is None:
         ds = _dims(None, len(x.shape), op)
         _nonempty(op, x, ds)
@@ -140,8 +165,9 @@ def extreme(op, x, dim=None, keepdim=False):
     return ValuesIndices(values, lambda: _reduce("arg" + op, x, ds, keepdim, dtypes.int64))
 
 
-def arg(op, x, dim=None, keepdim=False):
+def arg(op, x, dim=None, keepdim=False, axis=None):
     """``argmax``/``argmin``: the first index of the extreme; over everything, a flat index."""
+    dim = alias(dim, axis, op)
     if dim is None:
         flat = x.reshape(-1) if x.shape else x
         _nonempty(op, flat, (0,))
@@ -154,11 +180,11 @@ def arg(op, x, dim=None, keepdim=False):
     return _reduce(op, x, ds, keepdim, dtypes.int64)
 
 
-def var(x, dim=None, unbiased=True, keepdim=False, correction=None):
+def var(x, dim=None, unbiased=True, keepdim=False, correction=None, axis=None):
     """Variance over ``dim``; ``correction`` (default 1 when ``unbiased``) is subtracted from the count."""
     if x.dtype.kind != "f":
         x = x.to(dtypes.default_float)
-    ds = _dims(dim, len(x.shape), "var")
+    ds = _dims(alias(dim, axis, "var"), len(x.shape), "var")
     if correction is None:
         correction = 1 if unbiased else 0
     count = numel([x.shape[d] for d in ds]) if x.shape else 1
@@ -167,16 +193,16 @@ def var(x, dim=None, unbiased=True, keepdim=False, correction=None):
     return total / max(count - correction, 0)
 
 
-def std(x, dim=None, unbiased=True, keepdim=False, correction=None):
-    return var(x, dim, unbiased, keepdim, correction).sqrt()
+def std(x, dim=None, unbiased=True, keepdim=False, correction=None, axis=None):
+    return var(x, alias(dim, axis, "std"), unbiased, keepdim, correction).sqrt()
 
 
-def logsumexp(x, dim=None, keepdim=False):
+def logsumexp(x, dim=None, keepdim=False, axis=None):
     """log(sum(exp(x))) over ``dim``, shifted by the max so it neither overflows nor underflows."""
     from .elementwise import where
     if x.dtype.kind != "f":
         x = x.to(dtypes.default_float)
-    ds = _dims(dim, len(x.shape), "logsumexp")
+    ds = _dims(alias(dim, axis, "logsumexp"), len(x.shape), "logsumexp")
     if not x.shape:
         return x.clone()
     m = x
@@ -188,33 +214,41 @@ def logsumexp(x, dim=None, keepdim=False):
 
 
 def _scan(op, x, dim, out_dtype):
-    from .shapes import dim as _dim
+    if dim is None:
+        raise ArgumentTypeError("%s: expected a dim (an int), found none" % op)
+    d = _dim(dim, len(x.shape), op)  # a 0-d tensor takes dim 0 or -1, as in PyTorch
     if not x.shape:
         return Tensor(x.device.reshape(x.device.scan(op, x.device.reshape(x._data, (1,)), 0), ()),
                       (), out_dtype, x.device)
-    d = _dim(dim, len(x.shape), op)
     return Tensor(x.device.scan(op, x._data, d), x.shape, out_dtype, x.device)
 
 
-def cumsum(x, dim):
-    x = _accumulating(x)
-    return _scan("cumsum", x, dim, x.dtype)
+def cumsum(x, dim=None, dtype=None, axis=None):
+    """Running sums along ``dim`` (``Tensor.cumsum``; ``axis`` spells it too); bool and integers
+    accumulate in int64 unless ``dtype`` names another."""
+    x = _accumulating(x, dtype, "cumsum")
+    return _scan("cumsum", x, alias(dim, axis, "cumsum"), x.dtype)
 
 
-def cumprod(x, dim):
-    x = _accumulating(x)
-    return _scan("cumprod", x, dim, x.dtype)
+def cumprod(x, dim=None, dtype=None, axis=None):
+    """Running products along ``dim`` (``Tensor.cumprod``; ``axis`` spells it too); bool and
+    integers accumulate in int64 unless ``dtype`` names another."""
+    x = _accumulating(x, dtype, "cumprod")
+    return _scan("cumprod", x, alias(dim, axis, "cumprod"), x.dtype)
 
 
-def cumextreme(op, x, dim):
+def cumextreme(op, x, dim=None, axis=None):
     """``cummax``/``cummin``: running (values, indices) along ``dim``."""
+    dim = alias(dim, axis, op)
     return ValuesIndices(_scan(op, x, dim, x.dtype), _scan("cumarg" + op[3:], x, dim, dtypes.int64))
 
 
-def sort(x, dim=-1, descending=False):
-    """(values, indices) sorted along ``dim``; stable; nan last (first when descending)."""
-    from .shapes import dim as _dim
+def sort(x, dim=-1, descending=False, stable=False, axis=None):
+    """(values, indices) sorted along ``dim``; always stable (``stable`` is accepted for PyTorch's
+    spelling); nan last (first when descending)."""
+    dim = alias(dim, axis, "sort", -1)
     if not x.shape:
+        _dim(dim, 0, "sort")
         from .creation import zeros
         return ValuesIndices(x.clone(), zeros((), dtype=dtypes.int64, device=x.device))
     d = _dim(dim, len(x.shape), "sort")
@@ -222,8 +256,9 @@ def sort(x, dim=-1, descending=False):
     return ValuesIndices(Tensor(v, x.shape, x.dtype, x.device), Tensor(i, x.shape, dtypes.int64, x.device))
 
 
-def argsort(x, dim=-1, descending=False):
-    return sort(x, dim, descending).indices
+def argsort(x, dim=-1, descending=False, stable=False, axis=None):
+    """The indices that sort ``x`` along ``dim`` (or ``axis``; always stable; nan last, first when descending)."""
+    return sort(x, alias(dim, axis, "argsort", -1), descending).indices
 
 
 def topk(x, k, dim=-1, largest=True, sorted=True):
@@ -273,3 +308,50 @@ def unique(x, sorted=True, return_inverse=False, return_counts=False):
         counts = [seen[k] for k in keys] + [1] * nan_count
         out.append(tensor(counts, dtype=dtypes.int64, device=x.device))
     return out[0] if len(out) == 1 else tuple(out)
+
+
+def var_mean(x, dim=None, unbiased=True, keepdim=False, correction=None):
+    """``(var, mean)`` over ``dim`` in one call, as ``torch.var_mean``."""
+    if x.dtype.kind != "f":
+        x = x.to(dtypes.default_float)
+    return var(x, dim, unbiased, keepdim, correction), mean(x, dim, keepdim)
+
+
+def std_mean(x, dim=None, unbiased=True, keepdim=False, correction=None):
+    """``(std, mean)`` over ``dim`` in one call, as ``torch.std_mean``."""
+    v, m = var_mean(x, dim, unbiased, keepdim, correction)
+    return v.sqrt(), m
+
+
+# the largest finite value of each float dtype: clamping a shift to it keeps inf - inf out
+_FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38, "float32": 3.4028234663852886e38,
+              "float64": 1.7976931348623157e308}
+
+
+def _logaddexp(a, b):
+    """log(exp(a) + exp(b)) without overflow; -inf with -inf stays -inf, nan stays nan. No bool
+    masks (they are the slow tensors on the Cpu): the shift is the larger value clamped finite."""
+    top = _FLOAT_MAX[a.dtype.name]
+    hi, lo = a.maximum(b), a.minimum(b)
+    return hi + (lo - hi.clamp(-top, top)).exp().log1p()
+
+
+def logcumsumexp(x, dim):
+    """log(cumsum(exp(x))) along ``dim``, computed stably: a log-space scan of log2(n) steps, each
+    adding the running value ``2^k`` places back (no global shift, so small early terms survive)."""
+    from .creation import full
+    from .movement import cat
+    from .shapes import dim as _dim
+    if x.dtype.kind != "f":
+        x = x.to(dtypes.default_float)
+    if not x.shape:
+        return x.clone()
+    d = _dim(dim, len(x.shape), "logcumsumexp")
+    n = x.shape[d]
+    out = x
+    step = 1
+    while step < n:
+        pad = full(x.shape[:d] + (step,) + x.shape[d + 1:], float("-inf"), dtype=x.dtype, device=x.device)
+        out = _logaddexp(out, cat([pad, out.narrow(d, 0, n - step)], d))
+        step *= 2
+    return out

@@ -28,6 +28,7 @@ class Generator:
         self.seed(seed)
 
     def seed(self, seed):
+        """Restart the stream from the int ``seed`` (the same seed gives the same values on every interpreter)."""
         if type(seed) is not int:
             from .errors import ArgumentTypeError
             raise ArgumentTypeError("seed: expected an int, found %s" % type(seed).__name__)
@@ -44,6 +45,7 @@ class Generator:
         return list(self._s) + ([] if self._spare is None else [self._spare])
 
     def set_state(self, state):
+        """Restore a state that ``get_state`` returned."""
         if type(state) not in (list, tuple) or len(state) not in (4, 5) or \
                 any(type(v) not in (int, float) for v in state):
             from .errors import ArgumentError
@@ -52,6 +54,7 @@ class Generator:
         self._spare = state[4] if len(state) > 4 else None
 
     def next_u32(self):
+        """The next 32-bit word of the stream (xoshiro128++), as an int."""
         s = self._s
         s0, s1, s2, s3 = s
         r = s0 + s3
@@ -74,6 +77,7 @@ class Generator:
         return (self.next_u32() >> 8) * 5.9604644775390625e-08
 
     def uniforms(self, n, lo=0.0, hi=1.0):
+        """``n`` floats uniform on [lo, hi), as a list."""
         nxt = self.next_u32
         span = (hi - lo) * 5.9604644775390625e-08
         return [lo + (nxt() >> 8) * span for _ in range(n)]

@@ -3,6 +3,7 @@ from .errors import ArgumentTypeError, IndexOutOfRange, ShapeError
 
 
 def numel(shape):
+    """The number of elements of a tensor of ``shape`` (1 for ``()``)."""
     n = 1
     for s in shape:
         n *= s

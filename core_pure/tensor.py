@@ -15,6 +15,18 @@ _FLOAT_PROTOCOL = sys.implementation.name != "micropython"
 
 
 class Tensor:
+    """An n-dimensional array on a device, with PyTorch's names and semantics.
+
+    Create one with ``ember.tensor(data)``, ``ember.zeros(2, 3)``, ``ember.randn(...)``; ``shape`` is a
+    tuple of ints, ``dtype`` an ``ember.DType``, ``device`` the backend instance holding the values.
+    Unlike PyTorch, tensors are values: no op changes another tensor (``x[0][1] = 5`` leaves ``x``
+    as it was; write ``x[0, 1] = 5``), and gradients come from ``backward()``'s return value on an
+    ``ember.accel.Autodiff`` device.
+
+    >>> x = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> (x @ x.T).sum().item()
+    50.0
+    """
     __slots__ = ("_data", "shape", "dtype", "device")
     __array_ufunc__ = None  # numpy defers ``ndarray + tensor`` to Tensor.__radd__ instead of swallowing it
 
@@ -27,18 +39,22 @@ class Tensor:
     # -- facts --------------------------------------------------------------------------------
     @property
     def ndim(self):
+        """The number of dims (``len(shape)``)."""
         return len(self.shape)
 
     def dim(self):
+        """The number of dims (``len(shape)``)."""
         return len(self.shape)
 
     def numel(self):
+        """The number of elements (the product of ``shape``)."""
         n = 1
         for s in self.shape:
             n *= s
         return n
 
     def size(self, dim=None):
+        """The shape as a tuple (PyTorch: ``torch.Size``); with ``dim``, that dim's size."""
         if dim is None:
             return self.shape
         from .shapes import dim as _dim
@@ -51,6 +67,7 @@ class Tensor:
         return _nest(flat, self.shape)
 
     def item(self):
+        """The value of a one-element tensor as a Python number (a sync point)."""
         if self.numel() != 1:
             raise ShapeError("item: expected a tensor with one element, found shape %s" % (self.shape,))
         return self.device.to_list(self._data)[0]
@@ -75,6 +92,7 @@ class Tensor:
 
     @property
     def requires_grad(self):
+        """Whether a gradient flows to this tensor (a leaf marked by ``requires_grad_`` or a result of one)."""
         return grad_node(self) is not None
 
     def detach(self):
@@ -175,21 +193,27 @@ class Tensor:
         return Tensor(self.device.cast(self._data, dtype), self.shape, dtype, self.device)
 
     def float(self):
+        """A copy in float32 (``self`` when already float32)."""
         return self.to(dtypes.float32)
 
     def double(self):
+        """A copy in float64 (``self`` when already float64)."""
         return self.to(dtypes.float64)
 
     def half(self):
+        """A copy in float16 (``self`` when already float16)."""
         return self.to(dtypes.float16)
 
     def int(self):
+        """A copy in int32 (floats truncate toward zero; nan and inf become 0)."""
         return self.to(dtypes.int32)
 
     def long(self):
+        """A copy in int64 (floats truncate toward zero; nan and inf become 0)."""
         return self.to(dtypes.int64)
 
     def bool(self):
+        """A copy in bool (nonzero is True)."""
         return self.to(dtypes.bool_)
 
     def type(self, dtype=None):
@@ -312,127 +336,168 @@ class Tensor:
         return binary("ge", self, o)
 
     def eq(self, o):
+        """``self == o`` elementwise, as a bool tensor (``o`` a tensor or a number, broadcast)."""
         return binary("eq", self, o)
 
     def ne(self, o):
+        """``self != o`` elementwise, as a bool tensor."""
         return binary("ne", self, o)
 
     def lt(self, o):
+        """``self < o`` elementwise, as a bool tensor."""
         return binary("lt", self, o)
 
     def le(self, o):
+        """``self <= o`` elementwise, as a bool tensor."""
         return binary("le", self, o)
 
     def gt(self, o):
+        """``self > o`` elementwise, as a bool tensor."""
         return binary("gt", self, o)
 
     def ge(self, o):
+        """``self >= o`` elementwise, as a bool tensor."""
         return binary("ge", self, o)
 
     # -- named elementwise ----------------------------------------------------------------------
     def add(self, o):
+        """``self + o`` (``o`` a tensor or a number; broadcast and promoted as PyTorch does)."""
         return binary("add", self, o)
 
     def sub(self, o):
+        """``self - o``, broadcast and promoted."""
         return binary("sub", self, o)
 
     def mul(self, o):
+        """``self * o``, broadcast and promoted."""
         return binary("mul", self, o)
 
-    def div(self, o):
-        return binary("div", self, o)
+    def div(self, o, *, rounding_mode=None):
+        """``self / o``; ``rounding_mode`` ``"trunc"`` or ``"floor"`` rounds the quotient (ints stay ints)."""
+        return elementwise.div(self, o, rounding_mode)
 
     def pow(self, o):
+        """``self ** o``; integer powers wrap on overflow and ``int ** negative`` truncates like C."""
         return binary("pow", self, o)
 
     def maximum(self, o):
+        """The elementwise larger of ``self`` and ``o`` (nan propagates)."""
         return binary("maximum", self, o)
 
     def minimum(self, o):
+        """The elementwise smaller of ``self`` and ``o`` (nan propagates)."""
         return binary("minimum", self, o)
 
     def neg(self):
+        """``-self``."""
         return unary("neg", self)
 
     def abs(self):
+        """``|self|``, elementwise."""
         return unary("abs", self)
 
     def exp(self):
+        """e ** self, elementwise (integers compute in float32)."""
         return unary("exp", self)
 
     def log(self):
+        """The natural logarithm, elementwise (``log(0)`` is -inf; integers compute in float32)."""
         return unary("log", self)
 
     def sqrt(self):
+        """The square root, elementwise (nan below 0)."""
         return unary("sqrt", self)
 
     def tanh(self):
+        """The hyperbolic tangent, elementwise."""
         return unary("tanh", self)
 
     def erf(self):
+        """The error function, elementwise."""
         return unary("erf", self)
 
     def sigmoid(self):
+        """1 / (1 + exp(-self)), elementwise."""
         return unary("sigmoid", self)
 
     def sin(self):
+        """The sine, elementwise."""
         return unary("sin", self)
 
     def cos(self):
+        """The cosine, elementwise."""
         return unary("cos", self)
 
     def rsqrt(self):
+        """1 / sqrt(self), elementwise."""
         return unary("rsqrt", self)
 
     def tan(self):
+        """The tangent, elementwise."""
         return unary("tan", self)
 
     def asin(self):
+        """The arcsine, elementwise (nan outside [-1, 1])."""
         return unary("asin", self)
 
     def acos(self):
+        """The arccosine, elementwise (nan outside [-1, 1])."""
         return unary("acos", self)
 
     def atan(self):
+        """The arctangent, elementwise."""
         return unary("atan", self)
 
     def sinh(self):
+        """The hyperbolic sine, elementwise."""
         return unary("sinh", self)
 
     def cosh(self):
+        """The hyperbolic cosine, elementwise."""
         return unary("cosh", self)
 
     def atan2(self, o):
+        """The angle of the point (o, self): ``atan(self / o)`` in the right quadrant."""
         return binary("atan2", self, o)
 
     def log1p(self):
+        """log(1 + self), accurate near 0."""
         return unary("log1p", self)
 
     def expm1(self):
+        """exp(self) - 1, accurate near 0."""
         return unary("expm1", self)
 
     def floor(self):
+        """Rounded down; integer tensors are returned unchanged."""
         return unary("floor", self)
 
     def ceil(self):
+        """Rounded up; integer tensors are returned unchanged."""
         return unary("ceil", self)
 
     def round(self):
+        """Rounded to the nearest integer, ties to even; integer tensors are returned unchanged."""
         return unary("round", self)
 
     def trunc(self):
+        """Rounded toward zero; integer tensors are returned unchanged."""
         return unary("trunc", self)
 
     def sign(self):
+        """-1, 0 or 1 by the sign of each element (nan stays nan)."""
         return unary("sign", self)
 
     def reciprocal(self):
+        """1 / self, elementwise."""
         return unary("reciprocal", self)
 
     def floor_divide(self, o):
+        """``self // o``: floors, as Python does; integer division by 0 gives 0."""
         return binary("floordiv", self, o)
 
     def remainder(self, o):
+        """``self % o`` with the sign of the divisor (Python's rule); integer ``x % 0`` gives 0."""
         return binary("mod", self, o)
 
     def clamp(self, min=None, max=None):
@@ -440,36 +505,47 @@ class Tensor:
         return elementwise.clamp(self, min, max)
 
     def clip(self, min=None, max=None):
+        """Alias of ``clamp``."""
         return elementwise.clamp(self, min, max)
 
     def relu(self):
+        """max(self, 0), elementwise (nan stays nan)."""
         return elementwise.relu(self)
 
     def isfinite(self):
+        """A bool tensor: True where the value is neither inf nor nan."""
         return elementwise.isfinite(self)
 
     def logical_not(self):
+        """A bool tensor: True where the value is zero."""
         return unary("logical_not", self)
 
     def logical_and(self, o):
+        """A bool tensor: both nonzero."""
         return elementwise.logical("and", self, o)
 
     def logical_or(self, o):
+        """A bool tensor: either nonzero."""
         return elementwise.logical("or", self, o)
 
     def logical_xor(self, o):
+        """A bool tensor: exactly one nonzero."""
         return elementwise.logical("xor", self, o)
 
     def bitwise_and(self, o):
+        """``self & o`` for bool or integer tensors."""
         return elementwise.bitwise("and", self, o)
 
     def bitwise_or(self, o):
+        """``self | o`` for bool or integer tensors."""
         return elementwise.bitwise("or", self, o)
 
     def bitwise_xor(self, o):
+        """``self ^ o`` for bool or integer tensors."""
         return elementwise.bitwise("xor", self, o)
 
     def bitwise_not(self):
+        """``~self`` for bool (logical not) or integer tensors."""
         return elementwise.bitwise_not(self)
 
     def where(self, condition, other):
@@ -477,6 +553,7 @@ class Tensor:
         return elementwise.where(condition, self, other)
 
     def isnan(self):
+        """A bool tensor: True where the value is nan."""
         return unary("isnan", self)
 
     # -- composed elementwise functions (ember.special, loaded on first use) ----------------------
@@ -564,87 +641,119 @@ class Tensor:
         return F.log_softmax(self, dim, dtype) if dtype is not None else F.log_softmax(self, dim)
 
     def isinf(self):
+        """A bool tensor: True where the value is +inf or -inf."""
         return unary("isinf", self)
 
     # -- reductions -----------------------------------------------------------------------------
-    def sum(self, dim=None, keepdim=False):
-        return reduction.sum(self, dim, keepdim)
+    def sum(self, dim=None, keepdim=False, *, dtype=None, axis=None):
+        """The sum over ``dim`` (an int, a tuple of ints, or None for every element; ``axis`` spells it
+        too). bool and integer tensors sum in int64, as PyTorch does, unless ``dtype`` names another:
+        ``x.sum(axis=0, dtype=ember.float64)``; ``keepdim`` keeps the reduced dims as 1."""
+        return reduction.sum(self, dim, keepdim, dtype, axis)
 
-    def mean(self, dim=None, keepdim=False):
-        return reduction.mean(self, dim, keepdim)
+    def mean(self, dim=None, keepdim=False, *, dtype=None, axis=None):
+        """The mean over ``dim`` (or ``axis``); integers average in float32, or in the float ``dtype``."""
+        return reduction.mean(self, dim, keepdim, dtype, axis)
 
-    def prod(self, dim=None, keepdim=False):
-        return reduction.prod(self, dim, keepdim)
+    def prod(self, dim=None, keepdim=False, *, dtype=None, axis=None):
+        """The product over ``dim`` (or ``axis``), in ``dtype`` when given."""
+        return reduction.prod(self, dim, keepdim, dtype, axis)
 
-    def max(self, dim=None, keepdim=False):
-        """The largest element; with ``dim``, ``(values, indices)`` along it."""
-        return reduction.extreme("max", self, dim, keepdim)
+    def max(self, dim=None, keepdim=False, *, axis=None):
+        """The largest element; with ``dim`` (or ``axis``), ``(values, indices)`` along it."""
+        return reduction.extreme("max", self, dim, keepdim, axis)
 
-    def min(self, dim=None, keepdim=False):
-        return reduction.extreme("min", self, dim, keepdim)
+    def min(self, dim=None, keepdim=False, *, axis=None):
+        """The smallest element; with ``dim`` (or ``axis``), ``(values, indices)`` along it (nan
+        propagates; ties: first index)."""
+        return reduction.extreme("min", self, dim, keepdim, axis)
 
-    def argmax(self, dim=None, keepdim=False):
-        return reduction.arg("argmax", self, dim, keepdim)
+    def argmax(self, dim=None, keepdim=False, *, axis=None):
+        """The index of the first largest element along ``dim`` (or ``axis``; flat when None)."""
+        return reduction.arg("argmax", self, dim, keepdim, axis)
 
-    def argmin(self, dim=None, keepdim=False):
-        return reduction.arg("argmin", self, dim, keepdim)
+    def argmin(self, dim=None, keepdim=False, *, axis=None):
+        """The index of the first smallest element along ``dim`` (or ``axis``; flat when None)."""
+        return reduction.arg("argmin", self, dim, keepdim, axis)
 
-    def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
-        return reduction.var(self, dim, unbiased, keepdim, correction)
+    def var(self, dim=None, unbiased=True, keepdim=False, correction=None, *, axis=None):
+        """The variance over ``dim`` (or ``axis``), ``correction`` subtracted from the count."""
+        return reduction.var(self, dim, unbiased, keepdim, correction, axis)
 
-    def std(self, dim=None, unbiased=True, keepdim=False, correction=None):
-        return reduction.std(self, dim, unbiased, keepdim, correction)
+    def std(self, dim=None, unbiased=True, keepdim=False, correction=None, *, axis=None):
+        """The standard deviation over ``dim`` (or ``axis``), ``correction`` subtracted from the count."""
+        return reduction.std(self, dim, unbiased, keepdim, correction, axis)
 
-    def logsumexp(self, dim=None, keepdim=False):
-        return reduction.logsumexp(self, dim, keepdim)
+    def logsumexp(self, dim=None, keepdim=False, *, axis=None):
+        """log(sum(exp(x))) over ``dim`` (or ``axis``), computed without overflow."""
+        return reduction.logsumexp(self, dim, keepdim, axis)
 
-    def cumsum(self, dim):
-        return reduction.cumsum(self, dim)
+    def cumsum(self, dim=None, *, dtype=None, axis=None):
+        """Running sums along ``dim`` (or ``axis``), in ``dtype`` when given."""
+        return reduction.cumsum(self, dim, dtype, axis)
 
-    def cumprod(self, dim):
-        return reduction.cumprod(self, dim)
+    def cumprod(self, dim=None, *, dtype=None, axis=None):
+        """Running products along ``dim`` (or ``axis``), in ``dtype`` when given."""
+        return reduction.cumprod(self, dim, dtype, axis)
 
-    def cummax(self, dim):
-        return reduction.cumextreme("cummax", self, dim)
+    def cummax(self, dim=None, *, axis=None):
+        """Running ``(values, indices)`` of the maximum along ``dim`` (or ``axis``)."""
+        return reduction.cumextreme("cummax", self, dim, axis)
 
-    def cummin(self, dim):
-        return reduction.cumextreme("cummin", self, dim)
+    def cummin(self, dim=None, *, axis=None):
+        """Running ``(values, indices)`` of the minimum along ``dim`` (or ``axis``)."""
+        return reduction.cumextreme("cummin", self, dim, axis)
 
-    def sort(self, dim=-1, descending=False):
-        return reduction.sort(self, dim, descending)
+    def sort(self, dim=-1, descending=False, *, stable=False, axis=None):
+        """``(values, indices)`` sorted along ``dim`` (or ``axis``); always stable."""
+        return reduction.sort(self, dim, descending, stable, axis)
 
-    def argsort(self, dim=-1, descending=False):
-        return reduction.argsort(self, dim, descending)
+    def argsort(self, dim=-1, descending=False, *, stable=False, axis=None):
+        """The indices that sort along ``dim`` (or ``axis``); always stable."""
+        return reduction.argsort(self, dim, descending, stable, axis)
 
     def topk(self, k, dim=-1, largest=True, sorted=True):
+        """``(values, indices)`` of the ``k`` largest (``largest=False``: smallest) entries along ``dim``."""
         return reduction.topk(self, k, dim, largest, sorted)
 
     def unique(self, sorted=True, return_inverse=False, return_counts=False):
+        """The distinct values, flattened and ascending; optionally the inverse indices and the counts."""
         return reduction.unique(self, sorted, return_inverse, return_counts)
 
     def nonzero(self, as_tuple=False):
+        """The coordinates of the nonzero elements: (n, ndim) int64, or a tuple of 1-D tensors (a sync point)."""
         return indexing.nonzero(self, as_tuple)
 
-    def any(self, dim=None, keepdim=False):
-        return reduction.logical("any", self, dim, keepdim)
+    def any(self, dim=None, keepdim=False, *, axis=None):
+        """Whether any element along ``dim`` (an int, a tuple or all; or ``axis``) is nonzero."""
+        return reduction.logical("any", self, dim, keepdim, axis)
 
-    def all(self, dim=None, keepdim=False):
-        return reduction.logical("all", self, dim, keepdim)
+    def all(self, dim=None, keepdim=False, *, axis=None):
+        """Whether every element along ``dim`` (an int, a tuple or all; or ``axis``) is nonzero."""
+        return reduction.logical("all", self, dim, keepdim, axis)
 
     # -- shape and movement ---------------------------------------------------------------------
     def reshape(self, *shape):
+        """The same values in a new shape (ints or one tuple; one size may be -1)."""
         return movement.reshape(self, shape)
 
     def view(self, *shape):
+        """Same as ``reshape`` (ember needs no contiguous layout, so a view never fails; it may copy);
+        ``x.view(ember.int32)`` instead reads the bytes as another dtype (a copy)."""
+        if len(shape) == 1 and type(shape[0]) is dtypes.DType:
+            return movement.view_dtype(self, shape[0])
         return movement.reshape(self, shape)
 
     def permute(self, *dims):
+        """The dims reordered: ``x.permute(2, 0, 1)``."""
         return movement.permute(self, dims)
 
     def transpose(self, dim0, dim1):
+        """``dim0`` and ``dim1`` swapped."""
         return movement.transpose(self, dim0, dim1)
 
     def swap_dims(self, dim0, dim1):
+        """``dim0`` and ``dim1`` swapped (Burn's name for ``transpose``)."""
         return movement.transpose(self, dim0, dim1)
 
     @property
@@ -653,63 +762,84 @@ class Tensor:
         return movement.permute(self, tuple(range(len(self.shape) - 1, -1, -1)))
 
     def expand(self, *shape):
+        """A view repeated along size-1 dims to ``shape`` (-1 keeps a size); new dims are added in front."""
         return movement.expand(self, shape)
 
     def flatten(self, start_dim=0, end_dim=-1):
+        """Dims ``start_dim`` through ``end_dim`` merged into one."""
         return movement.flatten(self, start_dim, end_dim)
 
     def squeeze(self, dim=None):
+        """Size-1 dims removed (only ``dim`` when given; a dim of another size stays)."""
         return movement.squeeze(self, dim)
 
     def unsqueeze(self, dim):
+        """A size-1 dim inserted at ``dim``."""
         return movement.unsqueeze(self, dim)
 
     def narrow(self, dim, start, length):
+        """``length`` entries along ``dim`` from ``start`` (a view)."""
         return movement.narrow(self, dim, start, length)
 
     def flip(self, dims):
+        """The values reversed along each of ``dims``."""
         return movement.flip(self, dims)
 
     def roll(self, shifts, dims=None):
+        """The values shifted along ``dims`` (None: the flattened tensor), wrapping around."""
         return movement.roll(self, shifts, dims)
 
     def repeat(self, *sizes):
+        """The tensor tiled ``sizes[i]`` times along dim i (``x.repeat(2, 1)``)."""
         return movement.repeat(self, sizes)
 
     def split(self, split_size_or_sections, dim=0):
+        """A tuple of pieces along ``dim``: each of ``split_size`` (the last may be smaller), or the listed sizes."""
         return movement.split(self, split_size_or_sections, dim)
 
     def chunk(self, chunks, dim=0):
+        """At most ``chunks`` pieces of equal size (the last may be smaller) along ``dim``."""
         return movement.chunk(self, chunks, dim)
 
     def tril(self, diagonal=0):
+        """The lower triangle of the last two dims (``j - i <= diagonal``); the rest is 0."""
         return movement.tril(self, diagonal)
 
     def triu(self, diagonal=0):
+        """The upper triangle of the last two dims (``j - i >= diagonal``); the rest is 0."""
         return movement.triu(self, diagonal)
 
     def gather(self, dim, index):
+        """Values along ``dim`` at ``index`` (same rank as ``self``): ``out[i][j] = self[index[i][j]][j]`` for dim 0."""
         return indexing.gather(self, dim, index)
 
-    def scatter(self, dim, index, src, reduce=None):
-        return indexing.scatter(self, dim, index, src, reduce)
+    def scatter(self, dim, index, src=None, reduce=None, *, value=None):
+        """A copy with ``src`` (a tensor or number, or ``value=``) written at ``index`` along ``dim``;
+        ``reduce`` ``"add"`` or ``"multiply"`` combines with what is there."""
+        return indexing.scatter(self, dim, index, src, reduce, value)
 
     def scatter_add(self, dim, index, src):
+        """A copy with ``src`` added at ``index`` along ``dim`` (duplicates summed)."""
         return indexing.scatter(self, dim, index, src, "add")
 
     def index_select(self, dim, index):
+        """The entries at the 1-D ``index`` along ``dim``."""
         return indexing.index_select(self, dim, index)
 
     def index_put(self, indices, values, accumulate=False):
+        """A copy with ``self[indices] = values`` (``accumulate=True``: ``+=``, duplicates summed)."""
         return indexing.index_put(self, indices, values, accumulate)
 
     def masked_fill(self, mask, value):
+        """A copy with ``value`` wherever the bool ``mask`` (broadcast) is True."""
         return indexing.masked_fill(self, mask, value)
 
     def masked_select(self, mask):
+        """The elements where ``mask`` is True, as a 1-D tensor (a sync point)."""
         return indexing.masked_select(self, mask)
 
     def take(self, index):
+        """The flattened tensor read at ``index`` (negative indices count from the end)."""
         return indexing.take(self, index)
 
     def clone(self):
@@ -717,7 +847,42 @@ class Tensor:
         return Tensor(self._data, self.shape, self.dtype, self.device)
 
     def contiguous(self):
+        """A tensor with the same values (layout is the backend's business in ember)."""
         return self.clone()  # layout is the backend's business; values are what a user sees
+
+    # -- diagonals, windows, interleaving ----------------------------------------------------------
+    def diag(self, diagonal=0):
+        """A 1-D tensor as a diagonal matrix, or a 2-D tensor's diagonal (``torch.diag``)."""
+        return linalg.diag(self, diagonal)
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        """The diagonal over ``dim1`` and ``dim2`` as a new last dim."""
+        return linalg.diagonal(self, offset, dim1, dim2)
+
+    def repeat_interleave(self, repeats=None, dim=None, output_size=None):
+        """Each element repeated ``repeats`` times along ``dim`` (flattened when None)."""
+        return movement.repeat_interleave(self, repeats, dim, output_size)
+
+    def unflatten(self, dim, sizes):
+        """``dim`` split into ``sizes``."""
+        return movement.unflatten(self, dim, sizes)
+
+    def unfold(self, dimension, size, step):
+        """Windows of ``size`` along ``dimension``, ``step`` apart, as a new last dim."""
+        return movement.unfold(self, dimension, size, step)
+
+    def view_as(self, other):
+        """This tensor in ``other``'s shape."""
+        return movement.view_as(self, other)
+
+    def logcumsumexp(self, dim):
+        """log(cumsum(exp(x))) along ``dim``, computed stably."""
+        return reduction.logcumsumexp(self, dim)
+
+    def scatter_reduce(self, dim, index, src, reduce, include_self=True):
+        """``src`` combined into a copy at ``index`` along ``dim`` by sum, prod, mean, amax or amin."""
+        from .scatter_reduction import scatter_reduce
+        return scatter_reduce(self, dim, index, src, reduce, include_self)
 
     def __getitem__(self, index):
         return indexing.getitem(self, index)
@@ -726,6 +891,7 @@ class Tensor:
         indexing.setitem(self, index, value)
 
     def matmul(self, o):
+        """The matrix product ``self @ o``, with PyTorch's rules for 1-D and batched operands."""
         return matmul(self, o)
 
 
@@ -756,4 +922,4 @@ def _nest_empty(shape):
 # The op modules import Tensor from this module, so they are imported once it exists.
 from .elementwise import binary, unary  # noqa: E402
 from .linalg import matmul  # noqa: E402
-from . import elementwise, indexing, movement, reduction  # noqa: E402
+from . import elementwise, indexing, linalg, movement, reduction  # noqa: E402

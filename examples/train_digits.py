@@ -7,7 +7,7 @@
    CSV/JSONL, curves.png) on the fastest backend here: the C kernels, else NumPy. A terminal shows
    the dashboard (arrows switch the plot, ``q`` stops after the current step); pipes get plain lines.
 3. The weights go to a safetensors record; the held-out digits to a second small record.
-4. MicroPython (``node tests/mpy/run.mjs --script examples/digits/classify.py``) loads the record
+4. MicroPython (the unix port, ``ember.accel.deploy.micropython.run_script``) loads the record
    into the same ``DigitsCNN`` on the pure-Python Cpu and classifies the held-out digits; both
    interpreters' accuracies are printed side by side, and their predictions must agree.
 5. A board: ``ember deploy`` turns the record into an int8 bundle for the rp2040 profile (calibrated
@@ -72,19 +72,22 @@ def size_kb(path):
 
 
 def run_micropython():
-    """Run classify.py under MicroPython; its output lines, or None when node is missing."""
-    if shutil.which("node") is None:
-        print("node is not installed: skipping the MicroPython half (make demo installs what it needs)")
+    """Run classify.py under MicroPython's unix port (from the package: no checkout needed), its
+    lines streamed as they come; the output, or None when the port is not installed."""
+    from ember.accel.deploy.micropython import find_micropython, run_script
+    from ember.errors import DeployError
+    try:
+        find_micropython()
+    except DeployError as e:
+        print("skipping the MicroPython half: %s" % e)
         return None
-    cmd = ["node", os.path.join(ROOT, "tests", "mpy", "run.mjs"), "--script", os.path.join(APP, "classify.py")]
-    print("$ node tests/mpy/run.mjs --script examples/digits/classify.py")
-    proc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    for line in proc.stdout.splitlines():
-        if not line.startswith("predictions:"):
-            print("  mpy> " + line)
-    if proc.returncode != 0:
-        sys.exit("MicroPython failed (exit %d)" % proc.returncode)
-    return proc.stdout
+    print("$ micropython examples/digits/classify.py   (the unix port, ember's core beside it, a 64 MB heap)")
+    status, lines = run_script(os.path.join(APP, "classify.py"),
+                               on_line=lambda line: None if line.startswith("predictions:") else print("  mpy> " + line,
+                                                                                                      flush=True))
+    if status != 0:
+        sys.exit("MicroPython failed (exit %d)" % status)
+    return "\n".join(lines)
 
 
 def deploy_to_board(weights, heldout_ds, train_ds):

@@ -9,8 +9,8 @@ baseline SSE2, AVX2+FMA, AVX-512), each under its own symbol prefix, and dispatc
 import from what the CPU reports. Elsewhere (aarch64: NEON is baseline) only the baseline build.
 """
 import os
-import platform
 import sys
+import sysconfig
 
 from cffi import FFI
 
@@ -30,14 +30,19 @@ def _path(name, absolute):
 
 
 def _clang():
-    """Whether the C compiler is clang (macOS's cc and gcc are)."""
-    import sysconfig
+    """Whether the C compiler is clang (macOS's cc and gcc are; so is ``zig cc``)."""
     cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or ""
-    return sys.platform == "darwin" or "clang" in cc
+    return sys.platform == "darwin" or "clang" in cc or "zig" in cc
+
+
+def _target_machine():
+    """The machine the module is built for: the host's, or a cross build's (``_PYTHON_HOST_PLATFORM``
+    such as ``linux-aarch64``, which sysconfig honours and the wheel's tag follows)."""
+    return sysconfig.get_platform().rsplit("-", 1)[-1].lower()
 
 
 def _options():
-    machine = platform.machine().lower()
+    machine = _target_machine()
     msvc = sys.platform == "win32"
     x86_64 = machine in ("x86_64", "amd64") and not msvc
     sources = ["dispatch.c", "isa_base.c", "quant.c", "k_random.c", "k_optim.c", "plan.c"]

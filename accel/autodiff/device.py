@@ -141,12 +141,15 @@ class Autodiff(Decorator):
         return AdArray(value, shape, dtype)
 
     def unwrap(self, a):
+        """The inner array of ``a`` (no copy)."""
         return a.value
 
     def grad_node(self, a):
+        """The node that produced ``a`` (``id``, ``is_leaf``), or None when no gradient flows to it."""
         return a.node
 
     def require_grad(self, a, id=None):
+        """A leaf copy of the float array ``a`` whose gradient ``backward`` keys by ``id``."""
         if a.dtype.kind != "f":
             raise DTypeError("requires_grad: only float tensors can require grad, found %s" % a.dtype.name)
         node = Node((), None, a.shape, a.dtype, id)
@@ -154,6 +157,7 @@ class Autodiff(Decorator):
         return AdArray(a.value, a.shape, a.dtype, node)
 
     def detach(self, a):
+        """``a``'s values cut from the graph (no copy)."""
         return AdArray(a.value, a.shape, a.dtype)
 
     def backward(self, a, grad=None, retain_graph=False):
@@ -203,44 +207,60 @@ class Autodiff(Decorator):
 
     # -- data in and out (the shape and dtype of every result come from ember.ops.infer) -------------
     def from_list(self, flat, shape, dtype):
+        """The inner device's ``from_list``, wrapped as a constant (no node)."""
         return AdArray(self.inner.from_list(flat, shape, dtype), *infer("from_list", flat, shape, dtype))
 
     def from_bytes(self, buf, shape, dtype):
+        """The inner device's ``from_bytes``, wrapped as a constant (no node)."""
         return AdArray(self.inner.from_bytes(buf, shape, dtype), *infer("from_bytes", buf, shape, dtype))
 
     def full(self, shape, value, dtype):
+        """The inner device's ``full``, wrapped as a constant (no node)."""
         return AdArray(self.inner.full(shape, value, dtype), *infer("full", shape, value, dtype))
 
     def to_list(self, a):
+        """The inner device's ``to_list`` of ``a``'s values."""
         return self.inner.to_list(a.value)
 
     def to_bytes(self, a):
+        """The inner device's ``to_bytes`` of ``a``'s values."""
         return self.inner.to_bytes(a.value)
 
     # -- movement ------------------------------------------------------------------------------------
     def reshape(self, a, shape):
+        """The inner device's ``reshape``, recorded with its backward rule (``rules.reshape_rule``) when a gradient
+        flows."""
         spec = infer("reshape", a, shape)
         return self._record(self.inner.reshape(a.value, spec[0]), spec, (a,),
                             lambda out: rules.reshape_rule(self._t(a)))
 
     def permute(self, a, dims):
+        """The inner device's ``permute``, recorded with its backward rule (``rules.permute_rule``) when a gradient
+        flows."""
         return self._record(self.inner.permute(a.value, dims), infer("permute", a, dims), (a,),
                             lambda out: rules.permute_rule(dims))
 
     def expand(self, a, shape):
+        """The inner device's ``expand``, recorded with its backward rule (``rules.expand_rule``) when a gradient
+        flows."""
         spec = infer("expand", a, shape)
         return self._record(self.inner.expand(a.value, spec[0]), spec, (a,),
                             lambda out: rules.expand_rule(a.shape, spec[0]))
 
     def slice(self, a, ranges):
+        """The inner device's ``slice``, recorded with its backward rule (``rules.slice_rule``) when a gradient
+        flows."""
         return self._record(self.inner.slice(a.value, ranges), infer("slice", a, ranges), (a,),
                             lambda out: rules.slice_rule(self._t(a), ranges))
 
     def slice_assign(self, a, ranges, v):
+        """The inner device's ``slice_assign``, recorded with its backward rule (``rules.slice_assign_rule``) when a
+        gradient flows."""
         return self._record(self.inner.slice_assign(a.value, ranges, v.value), infer("slice_assign", a, ranges, v),
                             (a, v), lambda out: rules.slice_assign_rule(self._t(a), ranges, self._t(v)))
 
     def cat(self, arrays, dim):
+        """The inner device's ``cat``, recorded with its backward rule (``rules.cat_rule``) when a gradient flows."""
         sizes = [x.shape[dim] for x in arrays]
         value = self.inner.cat([x.value for x in arrays], dim)
         return self._record(value, infer("cat", arrays, dim), arrays, lambda out: rules.cat_rule(sizes, dim))
@@ -249,6 +269,8 @@ class Autodiff(Decorator):
     # unary and binary record inline, with the backward rule built only when backward runs: they
     # are most of a model's ops, and each layer of Python here is paid on every one of them
     def unary(self, op, a):
+        """The inner device's ``unary``, recorded with its backward rule (``rules.unary_rule``) when a gradient
+        flows."""
         inner = self.inner
         value = inner.unary(op, a.value)
         shape = a.shape
@@ -269,6 +291,8 @@ class Autodiff(Decorator):
         return out
 
     def binary(self, op, a, b):
+        """The inner device's ``binary``, recorded with its backward rule (``rules.binary_rule``) when a gradient
+        flows."""
         inner = self.inner
         ta = type(a) is AdArray
         tb = type(b) is AdArray
@@ -295,12 +319,15 @@ class Autodiff(Decorator):
         return out
 
     def where(self, cond, a, b):
+        """The inner device's ``where``, recorded with its backward rule (``rules.where_rule``) when a gradient
+        flows."""
         inner = self.inner
         return self._elementwise(inner.where(cond.value, a.value, b.value), infer("where", cond, a, b),
                                  (cond, a, b), lambda ins, out: rules.where_rule(*[self._t(x) for x in ins]),
                                  lambda vals: inner.where(*vals))
 
     def cast(self, a, dtype):
+        """The inner device's ``cast``, recorded with its backward rule (``rules.cast_rule``) when a gradient flows."""
         if dtype is a.dtype:
             return a
         inner = self.inner
@@ -310,10 +337,13 @@ class Autodiff(Decorator):
 
     # -- reductions, scans, sorting ------------------------------------------------------------------
     def reduce(self, op, a, dim):
+        """The inner device's ``reduce``, recorded with its backward rule (``rules.reduce_rule``) when a gradient
+        flows."""
         return self._record(self.inner.reduce(op, a.value, dim), infer("reduce", op, a, dim), (a,),
                             lambda out: rules.reduce_rule(op, self._t(a), self._t(out), dim))
 
     def scan(self, op, a, dim):
+        """The inner device's ``scan``, recorded with its backward rule (``rules.scan_rule``) when a gradient flows."""
         def rule(out):
             indices = None
             if op in ("cummax", "cummin"):
@@ -323,6 +353,8 @@ class Autodiff(Decorator):
         return self._record(self.inner.scan(op, a.value, dim), infer("scan", op, a, dim), (a,), rule)
 
     def sort(self, a, dim, descending):
+        """The inner device's ``sort``: values recorded with their backward rule (a scatter by the indices), indices
+        constant."""
         v, i = self.inner.sort(a.value, dim, descending)
         spec = infer("sort", a, dim, descending)
         indices = AdArray(i, spec[0], dtypes.int64)
@@ -331,28 +363,36 @@ class Autodiff(Decorator):
 
     # -- linear algebra, nn, indexing -----------------------------------------------------------------
     def matmul(self, a, b):
+        """The inner device's ``matmul``, recorded with its backward rule (``rules.matmul_rule``) when a gradient
+        flows."""
         return self._record(self.inner.matmul(a.value, b.value), infer("matmul", a, b), (a, b),
                             lambda out: rules.matmul_rule(self._t(a), self._t(b), a.node is not None,
                                                           b.node is not None))
 
     def conv(self, x, w, stride, padding, dilation, groups):
+        """The inner device's ``conv``, recorded with its backward rule (``rules.conv_rule``) when a gradient flows."""
         value = self.inner.conv(x.value, w.value, stride, padding, dilation, groups)
         return self._record(value, infer("conv", x, w, stride, padding, dilation, groups), (x, w),
                             lambda out: rules.conv_rule(self._t(x), self._t(w), stride, padding, dilation, groups,
                                                         x.node is not None, w.node is not None))
 
     def pool(self, op, x, kernel, stride, padding, dilation):
+        """The inner device's ``pool``, recorded with its backward rule (``rules.pool_rule``) when a gradient flows."""
         value = self.inner.pool(op, x.value, kernel, stride, padding, dilation)
         return self._record(value, infer("pool", op, x, kernel, stride, padding, dilation), (x,),
                             lambda out: rules.pool_rule(op, self._t(x), self._t(out), kernel, stride, padding,
                                                         dilation))
 
     def gather(self, x, dim, index):
+        """The inner device's ``gather``, recorded with its backward rule (``rules.gather_rule``) when a gradient
+        flows."""
         value = self.inner.gather(x.value, dim, index.value)
         return self._record(value, infer("gather", x, dim, index), (x, index),
                             lambda out: rules.gather_rule(self._t(x), dim, self._t(index)))
 
     def scatter(self, x, dim, index, src, mode):
+        """The inner device's ``scatter``, recorded with its backward rule (``rules.scatter_rule``) when a gradient
+        flows."""
         value = self.inner.scatter(x.value, dim, index.value, src.value, mode)
         return self._record(value, infer("scatter", x, dim, index, src, mode), (x, index, src),
                             lambda out: rules.scatter_rule(self._t(x), dim, self._t(index), self._t(src), mode))

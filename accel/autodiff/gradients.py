@@ -22,9 +22,11 @@ class Gradients:
         return self.by_id.get(node.id)
 
     def get_id(self, id):
+        """The gradient of the leaf keyed by ``id`` (``require_grad(id=...)``, a ``Param.id``), or None."""
         return self.by_id.get(id)
 
     def remove(self, tensor):
+        """Take the gradient of leaf ``tensor`` out (returns it, or None)."""
         node = grad_node(tensor)
         return self.by_id.pop(node.id, None) if node is not None else None
 
@@ -37,6 +39,7 @@ class Gradients:
         return (node.id if node is not None else key) in self.by_id
 
     def ids(self):
+        """The ids of every leaf with a gradient."""
         return list(self.by_id)
 
     def __add__(self, other):

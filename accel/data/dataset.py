@@ -93,6 +93,7 @@ class InMemoryDataset(Dataset):
 
     @property
     def targets(self):
+        """The last array (the labels) when there are several, else None."""
         return self.arrays[-1] if len(self.arrays) > 1 else None
 
     def __len__(self):
@@ -129,6 +130,7 @@ class Subset(Dataset):
 
     @property
     def targets(self):
+        """The underlying dataset's targets at this subset's indices, or None."""
         t = getattr(self.dataset, "targets", None)
         return None if t is None else np.asarray(t)[self.indices]
 
@@ -157,6 +159,7 @@ class MappedDataset(Dataset):
 
     @property
     def targets(self):
+        """The underlying dataset's targets (a transform leaves labels alone), or None."""
         return getattr(self.dataset, "targets", None)
 
     def __len__(self):

@@ -15,6 +15,7 @@ def folder():
 
 
 def names():
+    """The names of the board profiles ember ships (``ember deploy --board``), sorted."""
     return sorted(f[:-5] for f in os.listdir(folder()) if f.endswith(".json"))
 
 

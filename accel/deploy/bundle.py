@@ -360,6 +360,7 @@ def _replace(partial, out):
 
 
 def describe(report, out):
+    """A few lines of text that summarize a deploy ``report`` for the bundle in folder ``out``."""
     kb = lambda n: "%.1f KB" % (n / 1024.0)  # noqa: E731
     lines = ["bundle %s for %s (%s, activations %s):" % (out, report["board"], report["precision"],
                                                          report["activations"]),

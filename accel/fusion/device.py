@@ -58,6 +58,7 @@ class Fusion(Decorator):
         return self._leaf(value, shape, dtype)
 
     def unwrap(self, a):
+        """The inner array ``a`` stands for, computing what is pending first."""
         return realize(self, a.node)
 
     def run_composite(self, name, args, kwargs):
@@ -123,18 +124,23 @@ class Fusion(Decorator):
 
     # -- data in and out --------------------------------------------------------------------------
     def from_list(self, flat, shape, dtype):
+        """The inner device's ``from_list``, held as an input of later kernels."""
         return self._leaf(self.inner.from_list(flat, shape, dtype), shape, dtype)
 
     def from_bytes(self, buf, shape, dtype):
+        """The inner device's ``from_bytes``, held as an input of later kernels."""
         return self._leaf(self.inner.from_bytes(buf, shape, dtype), shape, dtype)
 
     def full(self, shape, value, dtype):
+        """The inner device's ``full``, held as an input of later kernels."""
         return self._leaf(self.inner.full(shape, value, dtype), shape, dtype)
 
     def to_list(self, a):
+        """Compute what ``a`` needs (a sync point), then the inner device's ``to_list``."""
         return self.inner.to_list(self._value(a))
 
     def to_bytes(self, a):
+        """Compute what ``a`` needs (a sync point), then the inner device's ``to_bytes``."""
         return self.inner.to_bytes(self._value(a))
 
     # -- movement -----------------------------------------------------------------------------------
@@ -145,28 +151,34 @@ class Fusion(Decorator):
         return self._lazy(op, (node, arg), shape, node.dtype)
 
     def reshape(self, a, shape):
+        """Recorded as a view of a pending node (computed first unless it only adds or drops size-1 dims)."""
         shape = tuple(shape)
         if a.node.value is None and not squeeze_only(a.node.shape, shape):
             realize(self, a.node)
         return self._view("reshape", a, shape, shape)
 
     def permute(self, a, dims):
+        """Recorded as a view of a pending node; of a computed array, the inner device's view."""
         dims = tuple(dims)
         return self._view("permute", a, dims, tuple(a.node.shape[d] for d in dims))
 
     def expand(self, a, shape):
+        """Recorded as a broadcasting view of a pending node; of a computed array, the inner device's view."""
         shape = tuple(shape)
         return self._view("expand", a, shape, shape)
 
     def slice(self, a, ranges):
+        """Computes ``a``, then the inner device's ``slice`` (not recorded)."""
         shape = tuple(len(range(*r)) for r in ranges)
         return self._leaf(self.inner.slice(self._value(a), ranges), shape, a.dtype)
 
     def slice_assign(self, a, ranges, v):
+        """Computes the inputs, then runs on the inner device (not recorded)."""
         return self._leaf(self._inner_op("slice_assign", self._value(a), ranges, self._value(v)),
                           a.shape, a.dtype)
 
     def cat(self, arrays, dim):
+        """Computes the inputs, then runs on the inner device (not recorded)."""
         first = arrays[0]
         size = sum(x.shape[dim] for x in arrays)
         shape = first.shape[:dim] + (size,) + first.shape[dim + 1:]
@@ -174,12 +186,14 @@ class Fusion(Decorator):
 
     # -- elementwise (recorded) ---------------------------------------------------------------------
     def unary(self, op, a):
+        """Recorded into the pending elementwise graph (fused later); unfusable dtypes run on the inner device."""
         dtype = dtypes.bool_ if op in ("isnan", "isinf", "logical_not") else a.dtype
         if not self._fusable(a) or dtype.name not in _FUSED_DTYPES:
             return self._leaf(self._inner_op("unary", op, self._value(a)), a.shape, dtype)
         return self._lazy("unary", (op, a.node), a.shape, dtype)
 
     def binary(self, op, a, b):
+        """Recorded into the pending elementwise graph (fused later); unfusable inputs run on the inner device."""
         arr = a if type(a) is Lazy else b
         dtype = dtypes.bool_ if op in ("eq", "ne", "lt", "le", "gt", "ge") else arr.dtype
         if not self._fusable(a, b):
@@ -188,12 +202,14 @@ class Fusion(Decorator):
         return self._lazy("binary", (op, self._node(a), self._node(b)), arr.shape, dtype)
 
     def where(self, cond, a, b):
+        """Recorded into the pending elementwise graph (fused later)."""
         if not self._fusable(cond, a, b):
             return self._leaf(self._inner_op("where", self._value(cond), self._value(a), self._value(b)),
                               a.shape, a.dtype)
         return self._lazy("where", (cond.node, a.node, b.node), a.shape, a.dtype)
 
     def cast(self, a, dtype):
+        """Recorded into the pending elementwise graph (fused later) for the dtypes kernels hold."""
         if dtype is a.dtype:
             return a
         if not self._fusable(a) or dtype.name not in _FUSED_DTYPES:
@@ -202,6 +218,7 @@ class Fusion(Decorator):
 
     # -- reductions: sum/prod/max/min recorded (fuse-on-read), the rest run -------------------------------
     def reduce(self, op, a, dim):
+        """sum, prod, max and min are recorded (fused on read); the others run on the inner device."""
         shape = a.shape[:dim] + (1,) + a.shape[dim + 1:]
         if op in ir.REDUCE_OPS and self._fusable(a):
             return self._lazy("reduce", (op, a.node, dim), shape, a.dtype)
@@ -209,21 +226,25 @@ class Fusion(Decorator):
         return self._leaf(self._inner_op("reduce", op, self._value(a), dim), shape, dtype)
 
     def scan(self, op, a, dim):
+        """Computes ``a``, then the inner device's ``scan`` (not recorded)."""
         dtype = dtypes.int64 if op.startswith("cumarg") else a.dtype
         return self._leaf(self._inner_op("scan", op, self._value(a), dim), a.shape, dtype)
 
     def sort(self, a, dim, descending):
+        """Computes ``a``, then the inner device's ``sort`` (not recorded)."""
         v, i = self._inner_op("sort", self._value(a), dim, descending)
         return self._leaf(v, a.shape, a.dtype), self._leaf(i, a.shape, dtypes.int64)
 
     # -- linear algebra (matmul recorded: fuse-on-write), nn, indexing -----------------------------------
     def matmul(self, a, b):
+        """Recorded for floats, with the elementwise ops after it fused into its epilogue."""
         shape = a.shape[:-1] + (b.shape[-1],)
         if self._fusable(a, b) and a.dtype.kind == "f":
             return self._lazy("matmul", (a.node, b.node), shape, a.dtype)
         return self._leaf(self._inner_op("matmul", self._value(a), self._value(b)), shape, a.dtype)
 
     def conv(self, x, w, stride, padding, dilation, groups):
+        """Computes the inputs, then the inner device's ``conv`` (not recorded)."""
         from ember.shapes import conv_out_size
         spatial = tuple(conv_out_size(n, k, s, p, d) for n, k, s, p, d in
                         zip(x.shape[2:], w.shape[2:], stride, padding, dilation))
@@ -231,6 +252,7 @@ class Fusion(Decorator):
         return self._leaf(value, (x.shape[0], w.shape[0]) + spatial, x.dtype)
 
     def pool(self, op, x, kernel, stride, padding, dilation):
+        """Computes the input, then the inner device's ``pool`` (not recorded)."""
         from ember.shapes import conv_out_size
         spatial = tuple(conv_out_size(n, k, s, p, d) for n, k, s, p, d in
                         zip(x.shape[2:], kernel, stride, padding, dilation))
@@ -238,8 +260,10 @@ class Fusion(Decorator):
         return self._leaf(value, x.shape[:2] + spatial, x.dtype)
 
     def gather(self, x, dim, index):
+        """Computes the inputs, then the inner device's ``gather`` (not recorded)."""
         return self._leaf(self._inner_op("gather", self._value(x), dim, self._value(index)), index.shape, x.dtype)
 
     def scatter(self, x, dim, index, src, mode):
+        """Computes the inputs, then the inner device's ``scatter`` (not recorded)."""
         value = self._inner_op("scatter", self._value(x), dim, self._value(index), self._value(src), mode)
         return self._leaf(value, x.shape, x.dtype)

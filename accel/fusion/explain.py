@@ -63,6 +63,12 @@ class Trace:
 
 
 def trace():
+    """A context manager that records every kernel Fusion launches inside it.
+
+    >>> with ember.accel.fusion.trace() as t:
+    ...     y = (x * 2 + 1).relu().sum()
+    >>> [e.describe() for e in t.fused]
+    """
     return Trace()
 
 

@@ -218,6 +218,7 @@ def from_values(flat, dtype):
 
 
 def full(shape, value, dtype):
+    """The primitive ``full``: ``np.full`` of ``value`` rounded to ``dtype`` (-0.0 keeps its sign)."""
     v = dtypes.round_values([value], dtype)[0]
     if dtype is dtypes.bfloat16:
         return np.full(shape, v, dtype=F32).view(BF16)

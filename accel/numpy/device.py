@@ -30,10 +30,12 @@ class NumPy(Backend):
     # data in and out
     @staticmethod
     def from_list(flat, shape, dtype):
+        """The primitive ``from_list``: Python numbers as a numpy array of ``shape``, rounded to ``dtype``."""
         return from_values(flat, dtype).reshape(shape)
 
     @staticmethod
     def from_bytes(buf, shape, dtype):
+        """The primitive ``from_bytes``: a numpy array over the little-endian bytes (bfloat16 and bool converted)."""
         if dtype is dtypes.bfloat16:
             return bits_to_bf16(np.frombuffer(buf, "<u2")).reshape(shape)
         if dtype is dtypes.bool_:
@@ -47,10 +49,12 @@ class NumPy(Backend):
 
     @staticmethod
     def to_list(x):
+        """The primitive ``to_list``: the values as a flat row-major list."""
         return x.ravel().tolist()
 
     @staticmethod
     def to_bytes(x):
+        """The primitive ``to_bytes``: the values little-endian, row-major."""
         dtype = ember_dtype(x)
         if dtype is dtypes.bfloat16:
             return bf16_bits(x).tobytes()

@@ -172,6 +172,7 @@ _KEEP = ROUNDING
 
 
 def unary(op, x):
+    """The primitive ``unary``: numpy's ufunc for ``op``, with ember's dtype and integer rules."""
     if type(x) is BF16:
         return _unary_bf16(op, x)
     kind = x.dtype.kind
@@ -212,11 +213,13 @@ def _unary_bf16(op, x):
 # -- where, cast ------------------------------------------------------------------------------
 
 def where(cond, a, b):
+    """The primitive ``where``: ``np.where(cond, a, b)``."""
     out = np.where(cond, plain(a), plain(b))
     return like(as_array(out), a)
 
 
 def cast(x, dtype):
+    """The primitive ``cast``: ``x`` in ``dtype`` with ember's rules (truncation; nan and inf to 0)."""
     src = ember_dtype(x)
     if src is dtype:
         return x

@@ -19,6 +19,7 @@ def _compute(p, x):
 
 
 def matmul(a, b):
+    """The primitive ``matmul``: ``np.matmul`` (BLAS for float32/float64; float16/bfloat16 through float32)."""
     if type(a) is ndarray and type(b) is ndarray and a.dtype != F16:
         token = set_state(QUIET)
         try:

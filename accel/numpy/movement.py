@@ -29,18 +29,21 @@ def _slices(ranges):
 
 
 def slice_(x, ranges):
+    """The primitive ``slice``: a numpy view of the region ``ranges``."""
     if not ranges:
         return x
     return x[_slices(ranges)]
 
 
 def slice_assign(x, ranges, value):
+    """The primitive ``slice_assign``: a new array, ``x`` with the region ``ranges`` replaced by ``value``."""
     out = np.array(plain(x))  # a new array: x may be shared by other tensors
     out[_slices(ranges)] = plain(value)
     return like(out, x)
 
 
 def cat(arrays, dim):
+    """The primitive ``cat``: ``np.concatenate`` along ``dim``."""
     return like(np.concatenate([plain(a) for a in arrays], axis=dim), arrays[0])
 
 

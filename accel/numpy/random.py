@@ -24,6 +24,7 @@ def _c_draw():
 
 
 def random(kind, shape, dtype, generator, params):
+    """The primitive ``random``: the C kernel draws into numpy memory, the same values as the Cpu's for a seed."""
     n = 1
     for s in shape:
         n *= s

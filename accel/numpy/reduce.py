@@ -12,6 +12,7 @@ _FOLD = {"sum": np.add.reduce, "prod": np.multiply.reduce, "max": np.maximum.red
 
 
 def reduce(op, x, dim):
+    """The primitive ``reduce``: ``op`` over ``dim`` (kept, size 1); float sums accumulate in float64 and round once."""
     p = x if type(x) is ndarray else plain(x)
     dt = p.dtype
     token = set_state(QUIET)

@@ -129,6 +129,7 @@ class GradientsParams:
         return self.by_id.get(param.id if type(param) is Param else param)
 
     def get_id(self, id):
+        """The gradient of the parameter with id ``id``, or None."""
         return self.by_id.get(id)
 
     def __contains__(self, param):
@@ -138,9 +139,11 @@ class GradientsParams:
         return len(self.by_id)
 
     def ids(self):
+        """The parameter ids that have a gradient."""
         return list(self.by_id)
 
     def items(self):
+        """[(parameter id, gradient tensor)]."""
         return list(self.by_id.items())
 
     def register(self, param, grad):

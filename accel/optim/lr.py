@@ -73,6 +73,7 @@ class LrScheduler:
         return {"scheduler": type(self).__name__, "last_epoch": self.last_epoch, "lr": self.lr}
 
     def load_state_dict(self, state):
+        """Restore what ``state_dict`` returned; the state of another scheduler class raises ``ArgumentError``."""
         if type(state) is not dict or state.get("scheduler") != type(self).__name__:
             found = state.get("scheduler") if type(state) is dict else type(state).__name__
             raise ArgumentError("%s.load_state_dict: expected the state of a %s, found %s"
@@ -87,6 +88,7 @@ class LrScheduler:
         return path
 
     def load(self, path):
+        """Restore the state ``save`` wrote to ``path``."""
         from ember import record
         with record.open(path) as reader:
             meta = reader.metadata or {}
@@ -290,6 +292,7 @@ class SequentialLR(LrScheduler):
         return d
 
     def load_state_dict(self, state):
+        """Restore this scheduler's state and each inner scheduler's."""
         LrScheduler.load_state_dict(self, state)
         children = state.get("schedulers", [])
         if len(children) != len(self.schedulers):

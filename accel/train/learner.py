@@ -74,9 +74,11 @@ class EarlyStopping:
         return self.bad_epochs >= self.patience
 
     def state_dict(self):
+        """The best value, its epoch and the epochs without improvement (for resume)."""
         return {"best": self.best, "best_epoch": self.best_epoch, "bad_epochs": self.bad_epochs}
 
     def load_state_dict(self, state):
+        """Restore what ``state_dict`` returned."""
         self.best, self.best_epoch, self.bad_epochs = state["best"], state["best_epoch"], state["bad_epochs"]
 
     def __repr__(self):
@@ -100,6 +102,7 @@ class FitResult:
         self.monitor = monitor
 
     def summary(self):
+        """One line: how training ended, after how many epochs and seconds, and the monitored value."""
         how = {"completed": "finished", "early_stopping": "stopped early",
                "interrupted": "stopped on request"}[self.stopped]
         text = "training %s after %d epochs in %.1f s" % (how, len(self.history), self.seconds)
@@ -309,6 +312,7 @@ class Learner:
 
     @property
     def stop_requested(self):
+        """Whether a stop was requested (``request_stop``, ``q``, Ctrl-C, SIGTERM)."""
         return self._stop is not None
 
     # -- running ----------------------------------------------------------------------------------------

@@ -52,12 +52,15 @@ class Metric:
         self.reset()
 
     def reset(self):
+        """Start a new epoch: clear the accumulator."""
         raise NotImplementedError
 
     def update(self, out):
+        """Add one step's ``StepOutput`` to the accumulator."""
         raise NotImplementedError
 
     def compute(self):
+        """The value over the steps since ``reset`` (nan before any)."""
         raise NotImplementedError
 
     def batch_value(self, out):
@@ -68,9 +71,11 @@ class Metric:
         return single.compute()
 
     def state_dict(self):
+        """The accumulator as a JSON-friendly dict (saved in checkpoints, for exact resume)."""
         return {}
 
     def load_state_dict(self, state):
+        """Restore an accumulator that ``state_dict`` returned."""
         pass
 
     def __repr__(self):

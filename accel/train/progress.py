@@ -9,15 +9,7 @@ dashboard runs it in a thread while its terminal UI owns the main thread.
 import sys
 import time
 
-
-def format_seconds(s):
-    """``75.4`` -> ``"1:15"``, ``3725`` -> ``"1:02:05"``."""
-    if s != s or s in (float("inf"), float("-inf")):
-        return "?"
-    s = int(round(s))
-    h, rest = divmod(s, 3600)
-    m, sec = divmod(rest, 60)
-    return "%d:%02d:%02d" % (h, m, sec) if h else "%d:%02d" % (m, sec)
+from ..text import format_seconds  # noqa: F401  (the dashboard and the CLI use it too)
 
 
 def format_value(v, fmt="%.4f"):
@@ -33,21 +25,27 @@ class View:
         """Called by the Learner that reports to this view."""
 
     def run(self, fn):
+        """Run the training function ``fn`` and return its result (a plain view just calls it)."""
         return fn()
 
     def fit_start(self, info):
+        """Training starts; ``info`` holds the model, device, epochs, batches and items."""
         pass
 
     def step(self, info):
+        """An optimizer step ended; ``info`` holds the epoch, batch and the metrics so far."""
         pass
 
     def epoch_end(self, record):
+        """An epoch ended; ``record`` is its logged dict (every metric, per split)."""
         pass
 
     def message(self, text):
+        """Show a one-line message (a checkpoint written, an early stop, an interruption)."""
         pass
 
     def fit_end(self, result):
+        """Training ended; ``result`` is the ``FitResult``."""
         pass
 
 

@@ -18,12 +18,14 @@ class SingleDevice:
     """Forward and backward of the whole batch on the calling thread."""
 
     def step(self, model, loss_fn, x, y):
+        """``(grads, loss, logits)`` of the batch ``x``, ``y``: its ``GradientsParams``, loss (a float), logits."""
         logits = model(x)
         loss = loss_fn(logits, y)
         grads = GradientsParams.from_grads(loss.backward(), model)
         return grads, loss.item(), logits
 
     def close(self):
+        """Release what the strategy holds (nothing here)."""
         pass
 
     def __repr__(self):
@@ -45,6 +47,7 @@ class DataParallel:
         self._pool = None
 
     def step(self, model, loss_fn, x, y):
+        """``(grads, loss, logits)`` of the batch ``x``, ``y``, in shards on the worker threads (logits: numpy)."""
         n = x.shape[0]
         k = min(self.workers, n)
         bounds = [(n * i // k, n * (i + 1) // k) for i in range(k)]
@@ -71,6 +74,7 @@ class DataParallel:
         return grads, loss, np.concatenate([r[2] for r in results])
 
     def close(self):
+        """Shut the worker threads down (the next ``step`` starts them again)."""
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None

@@ -94,6 +94,7 @@ class Wgpu(Backend):
         self.adapter = rt.label
 
     def key(self):
+        """``("Wgpu", adapter label)``: tensors on the same GPU meet in one op."""
         return ("Wgpu", self.rt.label)
 
     def __repr__(self):
@@ -271,6 +272,7 @@ class Wgpu(Backend):
 
     # -- data in and out ----------------------------------------------------------------------------
     def from_list(self, flat, shape, dtype):
+        """The primitive ``from_list``: the values rounded to ``dtype``, packed and uploaded to a GPU buffer."""
         self._check_dtype(dtype, "from_list")
         values = dtypes.round_values(flat, dtype)
         return self._upload(self._pack(values, dtype), tuple(shape), dtype)
@@ -294,6 +296,7 @@ class Wgpu(Backend):
         return out
 
     def from_bytes(self, buf, shape, dtype):
+        """The primitive ``from_bytes``: little-endian bytes uploaded in the device's storage type for ``dtype``."""
         self._check_dtype(dtype, "from_bytes")
         n = numel(shape)
         st = self.storage[dtype]
@@ -321,6 +324,7 @@ class Wgpu(Backend):
         return self.rt.read(a.block.buffer, a.block.offset + a.offset * st.itemsize, n * st.itemsize)
 
     def to_list(self, a):
+        """The primitive ``to_list``: waits for the queue, reads the buffer back; raises any recorded index fault."""
         data = self._read(a)
         st = self.storage[a.dtype]
         if st.code == "e":
@@ -333,6 +337,7 @@ class Wgpu(Backend):
         return out
 
     def to_bytes(self, a):
+        """The primitive ``to_bytes``: waits for the queue and reads the values back, little-endian."""
         data = self._read(a)
         dtype = a.dtype
         st = self.storage[dtype]
@@ -355,6 +360,7 @@ class Wgpu(Backend):
         return data
 
     def full(self, shape, value, dtype):
+        """The primitive ``full``: a buffer of ``shape`` filled with ``value`` by a kernel (nothing uploaded)."""
         self._check_dtype(dtype, "full")
         v = dtypes.round_values([value], dtype)[0]
         st = self.storage[dtype].wgsl
@@ -366,6 +372,7 @@ class Wgpu(Backend):
 
     # -- movement -------------------------------------------------------------------------------------
     def reshape(self, a, shape):
+        """The primitive ``reshape``: a view when the strides allow it, else a copy kernel."""
         shape = tuple(shape)
         if a.strides is None:
             return WArray(a.block, shape, a.dtype, None, a.offset)
@@ -376,21 +383,26 @@ class Wgpu(Backend):
         return view(a, shape, strides, a.offset)
 
     def permute(self, a, dims):
+        """The primitive ``permute``: a strided view (no kernel)."""
         strides, offset = a.layout()
         shape, strides = permute_layout(a.shape, strides, dims)
         return view(a, shape, strides, offset)
 
     def expand(self, a, shape):
+        """The primitive ``expand``: a stride-0 view (no kernel)."""
         strides, offset = a.layout()
         shape, strides = expand_layout(a.shape, strides, shape)
         return view(a, shape, strides, offset)
 
     def slice(self, a, ranges):
+        """The primitive ``slice``: a strided view with an offset (no kernel)."""
         strides, offset = a.layout()
         shape, strides, offset = slice_layout(strides, offset, ranges)
         return view(a, shape, strides, offset)
 
     def slice_assign(self, a, ranges, value):
+        """The primitive ``slice_assign``: a copy of ``a`` (or its buffer, when nothing else holds it) with the
+        region written."""
         refs = sys.getrefcount(a)  # before any call: an argument being built counts as a reference
         out = self._donor(a, a.dtype, a.shape, refs)
         if out is None:
@@ -400,6 +412,7 @@ class Wgpu(Backend):
         return out
 
     def cat(self, arrays, dim):
+        """The primitive ``cat``: one copy kernel per input into a new buffer."""
         first = arrays[0]
         size = sum(x.shape[dim] for x in arrays)
         shape = first.shape[:dim] + (size,) + first.shape[dim + 1:]
@@ -422,6 +435,8 @@ class Wgpu(Backend):
         return rec
 
     def unary(self, op, x):
+        """The primitive ``unary``: one generated WGSL kernel; it may write into ``x``'s buffer when nothing else
+        holds it."""
         dtype = x.dtype
         if dtype.kind != "f" and op in ROUNDING:
             return x
@@ -449,6 +464,7 @@ class Wgpu(Backend):
         return plan
 
     def binary(self, op, a, b):
+        """The primitive ``binary``: one generated WGSL kernel reading any strides (a Python scalar as a parameter)."""
         refs_a, refs_b = sys.getrefcount(a), sys.getrefcount(b)
         ta, tb = type(a) is WArray, type(b) is WArray
         x = a if ta else b
@@ -531,6 +547,7 @@ class Wgpu(Backend):
         return self.from_list(values(out), out.shape, out.dtype)
 
     def where(self, cond, a, b):
+        """The primitive ``where``: one generated ``select`` kernel."""
         st = self.storage[a.dtype].wgsl
         out = self._alloc(a.shape, a.dtype)
         return self._map(("where", st), lambda: self._source(["u32", st, st], None, ["{}"] * 3, st, "{}",
@@ -538,6 +555,7 @@ class Wgpu(Backend):
                          [cond, a, b], None, out)
 
     def cast(self, x, dtype):
+        """The primitive ``cast``: one conversion kernel with ember's rules (truncation; nan and inf to 0)."""
         if x.dtype is dtype:
             return x
         self._check_dtype(dtype, "cast")

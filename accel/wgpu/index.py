@@ -69,6 +69,7 @@ def _with_err_binding(src, nbind):
 
 
 def gather(self, x, dim, index):
+    """The primitive ``gather``; an out-of-range index is recorded on the GPU and raised at the next read."""
     out = self._alloc(index.shape, x.dtype)
     if numel(index.shape) == 0:
         return out
@@ -92,6 +93,7 @@ def gather(self, x, dim, index):
 
 
 def scatter(self, x, dim, index, src, mode):
+    """The primitive ``scatter`` ('set': the last write wins; 'add': in index order); faults raise at the next read."""
     dtype = x.dtype
     err = _errors(self)
     st = self.storage[dtype].wgsl

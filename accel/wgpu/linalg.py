@@ -19,6 +19,8 @@ def _acc(self, dtype):
 
 
 def matmul(self, a, b):
+    """The primitive ``matmul``: the tiled autotuned kernels for float32/float16 of useful size, else a direct
+    kernel."""
     dtype = a.dtype
     batch = a.shape[:-2]
     m, k = a.shape[-2], a.shape[-1]
@@ -94,6 +96,7 @@ _GEOMETRY = ("  let OW = pw(7u); let OH = pw(6u); let O = pw(5u);\n"
 
 
 def conv(self, x, w, stride, padding, dilation, groups):
+    """The primitive ``conv``: an implicit GEMM through the tiled matmul kernels for float32, else a direct kernel."""
     shape = x.shape
     dtype = x.dtype
     H, W, KH, KW, sh, sw, pt, pl, dh, dw = _spatial(shape, w.shape[2:], stride, padding, dilation)
@@ -151,6 +154,7 @@ def direct_conv(self, x, w, out, geometry, groups):
 
 
 def pool(self, op, x, kernel, stride, padding, dilation):
+    """The primitive ``pool``: one thread per output window ('max': pads are -inf; 'avg': pads count as 0)."""
     shape = x.shape
     dtype = x.dtype
     H, W, KH, KW, sh, sw, pt, pl, dh, dw = _spatial(shape, kernel, stride, padding, dilation)

@@ -75,6 +75,8 @@ def _combine_src(op, ct):
 
 
 def reduce(self, op, x, dim):
+    """The primitive ``reduce``: a thread per output, or a workgroup per output for long dims; float sums accumulate
+    in f64 where the GPU has it."""
     dtype = x.dtype
     out_dtype = _out_dtype(op, dtype)
     shape = x.shape

@@ -59,26 +59,55 @@ def adapter_label(adapter):
                             info.get("adapter_type", "?"))
 
 
-def choose_adapter(name=None):
-    """The adapter whose description contains ``name`` (case-insensitive), else the environment
-    variable ``EMBER_WGPU_ADAPTER``'s, else the high-performance adapter wgpu picks."""
+# The backends ember's kernels are written for: the OpenGL/GLES one lacks storage features the
+# kernels use (Mesa's llvmpipe through OpenGL fails to compile them), so it is never chosen.
+SUPPORTED_BACKENDS = ("Vulkan", "Metal", "D3D12")
+# first the fastest kind of adapter: a discrete GPU, then integrated, virtual, and a CPU driver last
+_KIND_ORDER = ("DiscreteGPU", "IntegratedGPU", "VirtualGPU", "CPU")
+INSTALL_HINT = ("install a Vulkan driver: on Debian/Ubuntu `apt-get install mesa-vulkan-drivers libvulkan1` "
+                "(Mesa's lavapipe runs Vulkan on the CPU)")
+
+
+def _describe(adapter):
+    info = adapter.info
+    return " ".join(str(info.get(k, "")) for k in ("vendor", "device", "description", "backend_type",
+                                                   "adapter_type"))
+
+
+def _rank(adapter):
+    kind = adapter.info.get("adapter_type", "")
+    return _KIND_ORDER.index(kind) if kind in _KIND_ORDER else len(_KIND_ORDER)
+
+
+def choose_adapter(name=None, adapters=None):
+    """The adapter ember runs on: among those on a supported backend (Vulkan, Metal, D3D12), the one
+    whose description contains ``name`` (case-insensitive; default: the environment variable
+    ``EMBER_WGPU_ADAPTER``), else the fastest kind (discrete GPU first, a CPU driver last).
+
+    Raises RuntimeError naming every adapter found and what to install when none is usable.
+    ``adapters`` replaces wgpu's enumeration (tests)."""
     want = name if name is not None else os.environ.get("EMBER_WGPU_ADAPTER", "")
-    if want:
+    if adapters is None:
         adapters = wgpu.gpu.enumerate_adapters_sync()
-        seen = []
-        for a in adapters:
-            info = a.info
-            text = " ".join(str(info.get(k, "")) for k in ("vendor", "device", "description",
-                                                           "backend_type", "adapter_type"))
-            seen.append(adapter_label(a))
-            if want.lower() in text.lower():
-                return a
-        raise RuntimeError("wgpu: no adapter matches %r (EMBER_WGPU_ADAPTER); adapters: %s"
-                           % (want, "; ".join(seen) or "none"))
-    adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
-    if adapter is None:
-        raise RuntimeError("wgpu: no adapter found (install a Vulkan driver, e.g. mesa-vulkan-drivers)")
-    return adapter
+    usable = [a for a in adapters if a.info.get("backend_type") in SUPPORTED_BACKENDS]
+    refused = [a for a in adapters if a not in usable]
+    seen = "; ".join(adapter_label(a) for a in adapters) or "none"
+    if want:
+        matches = [a for a in usable if want.lower() in _describe(a).lower()]
+        if not matches:
+            if any(want.lower() in _describe(a).lower() for a in refused):
+                raise RuntimeError("wgpu: the adapter matching %r runs on a backend ember's kernels do not "
+                                   "support (they need %s); adapters: %s; %s"
+                                   % (want, "/".join(SUPPORTED_BACKENDS), seen, INSTALL_HINT))
+            raise RuntimeError("wgpu: no adapter matches %r (EMBER_WGPU_ADAPTER); adapters: %s" % (want, seen))
+        usable = matches
+    if not usable:
+        if refused:
+            raise RuntimeError("wgpu: no supported adapter: found only %s, whose backend ember's kernels do "
+                               "not support (they need %s); %s" % (seen, "/".join(SUPPORTED_BACKENDS),
+                                                                    INSTALL_HINT))
+        raise RuntimeError("wgpu: no adapter found; " + INSTALL_HINT)
+    return min(usable, key=_rank)  # min keeps wgpu's order among adapters of one kind
 
 
 _RUNTIMES = {}

@@ -11,35 +11,50 @@ class _Activation(Module):
     FN = None  # the functional op, stored as a staticmethod by each subclass
 
     def forward(self, x):
+        """The activation of ``x``, elementwise."""
         checks.tensor(x, type(self).__name__)
         return self.FN(x)
 
 
 class ReLU(_Activation):
+    """max(x, 0), elementwise (``F.relu``)."""
+
     FN = staticmethod(F.relu)
 
 
 class SiLU(_Activation):
+    """x · sigmoid(x), elementwise (``F.silu``)."""
+
     FN = staticmethod(F.silu)
 
 
 class Sigmoid(_Activation):
+    """1 / (1 + exp(-x)), elementwise (``F.sigmoid``)."""
+
     FN = staticmethod(F.sigmoid)
 
 
 class Tanh(_Activation):
+    """tanh(x), elementwise (``F.tanh``)."""
+
     FN = staticmethod(F.tanh)
 
 
 class Mish(_Activation):
+    """x · tanh(softplus(x)), elementwise (``F.mish``)."""
+
     FN = staticmethod(F.mish)
 
 
 class Hardswish(_Activation):
+    """x · relu6(x + 3) / 6, elementwise (``F.hardswish``)."""
+
     FN = staticmethod(F.hardswish)
 
 
 class Hardsigmoid(_Activation):
+    """relu6(x + 3) / 6, elementwise (``F.hardsigmoid``)."""
+
     FN = staticmethod(F.hardsigmoid)
 
 
@@ -116,6 +131,8 @@ class GELU(Module):
 
 
 class LeakyReLU(Module):
+    """x where x >= 0, else ``negative_slope`` · x (``F.leaky_relu``)."""
+
     def __init__(self, negative_slope=0.01):
         super().__init__()
         self.negative_slope = negative_slope
@@ -129,6 +146,8 @@ class LeakyReLU(Module):
 
 
 class ELU(Module):
+    """x where x > 0, else ``alpha`` · (exp(x) - 1) (``F.elu``)."""
+
     def __init__(self, alpha=1.0):
         super().__init__()
         self.alpha = alpha
@@ -200,59 +219,85 @@ def get(name):
 
 
 class ReLUConfig(Config):
+    """Builds ``ReLU()``."""
+
     MODULE = ReLU
 
 
 class SiLUConfig(Config):
+    """Builds ``SiLU()``."""
+
     MODULE = SiLU
 
 
 class SigmoidConfig(Config):
+    """Builds ``Sigmoid()``."""
+
     MODULE = Sigmoid
 
 
 class TanhConfig(Config):
+    """Builds ``Tanh()``."""
+
     MODULE = Tanh
 
 
 class MishConfig(Config):
+    """Builds ``Mish()``."""
+
     MODULE = Mish
 
 
 class HardswishConfig(Config):
+    """Builds ``Hardswish()``."""
+
     MODULE = Hardswish
 
 
 class HardsigmoidConfig(Config):
+    """Builds ``Hardsigmoid()``."""
+
     MODULE = Hardsigmoid
 
 
 class GELUConfig(Config):
+    """Builds ``GELU(approximate='none')``."""
+
     FIELDS = (("approximate", "none", ("none", "tanh")),)
     MODULE = GELU
 
 
 class LeakyReLUConfig(Config):
+    """Builds ``LeakyReLU(negative_slope=0.01)``."""
+
     FIELDS = (("negative_slope", 0.01, "float"),)
     MODULE = LeakyReLU
 
 
 class ELUConfig(Config):
+    """Builds ``ELU(alpha=1.0)``."""
+
     FIELDS = (("alpha", 1.0, "float"),)
     MODULE = ELU
 
 
 class SoftplusConfig(Config):
+    """Builds ``Softplus(beta=1.0, threshold=20.0)``."""
+
     FIELDS = (("beta", 1.0, "float>0"), ("threshold", 20.0, "float"))
     MODULE = Softplus
 
 
 class SoftmaxConfig(Config):
+    """Builds ``Softmax(dim=-1)``."""
+
     FIELDS = (("dim", -1, "int"),)
     MODULE = Softmax
 
 
 class LogSoftmaxConfig(Config):
+    """Builds ``LogSoftmax(dim=-1)``."""
+
     FIELDS = (("dim", -1, "int"),)
     MODULE = LogSoftmax
 

@@ -134,6 +134,7 @@ class Config:
         return module
 
     def build(self, device, generator):
+        """The module for these (checked) fields on ``device``; ``init`` calls it. By default ``MODULE(*values())``."""
         if self.MODULE is None:
             raise NotImplementedError("%s.build is not defined" % type(self).__name__)
         return self.MODULE(*self.values())
@@ -165,12 +166,14 @@ class Config:
         return cls(**values)
 
     def save(self, path):
+        """Write ``to_json()`` to the file ``path``."""
         with open(path, "w") as f:
             f.write(self.to_json())
             f.write("\n")
 
     @classmethod
     def load(cls, path):
+        """The config saved in the file ``path`` (``from_json`` of its text)."""
         with open(path) as f:
             return cls.from_json(f.read())
 

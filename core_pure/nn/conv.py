@@ -1,4 +1,4 @@
-"""Convolution layers (Conv1d, Conv2d, ConvTranspose2d) with PyTorch's names, layouts and
+"""Convolution layers (Conv1d, Conv2d, Conv3d, ConvTranspose2d, ConvTranspose3d) with PyTorch's names, layouts and
 initialization: weight and bias uniform on ±1/√fan_in. Inputs are (N, C, *spatial) or, unbatched,
 (C, *spatial)."""
 import math
@@ -18,6 +18,9 @@ def _tuple(v, n):
 def _bias(out_channels, fan_in, generator, device):
     bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0
     return Param(init.uniform((out_channels,), -bound, bound, generator, device))
+
+
+_LAYOUTS = {1: "(N, C, L) or (C, L)", 2: "(N, C, H, W) or (C, H, W)", 3: "(N, C, D, H, W) or (C, D, H, W)"}
 
 
 class _ConvNd(Module):
@@ -47,7 +50,7 @@ class _ConvNd(Module):
         self.bias = _bias(out_channels, init.fans(shape)[0], generator, device) if bias else None
 
     def _batched(self, x):
-        layout = "(N, C, L) or (C, L)" if self.N == 1 else "(N, C, H, W) or (C, H, W)"
+        layout = _LAYOUTS[self.N]
         checks.ndim(x, self.NAME, (self.N + 1, self.N + 2), layout)
         return x if len(x.shape) == self.N + 2 else x.unsqueeze(0)
 
@@ -126,6 +129,48 @@ class ConvTranspose2d(_ConvNd):
                                   self.groups, self.dilation)
 
 
+class Conv3d(_ConvNd):
+    """3-D convolution over (N, C, D, H, W); weight [out, in/groups, kd, kh, kw]; padding an int,
+    three ints, 'valid' or 'same'.
+
+    >>> Conv3d(1, 4, 3)(ember.randn(2, 1, 8, 8, 8)).shape
+    (2, 4, 6, 6, 6)
+    """
+
+    N = 3
+    NAME = "Conv3d"
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, device=None, generator=None):
+        """PyTorch's arguments; ``generator`` draws the initial weights."""
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device,
+                         generator)
+
+    def _conv(self, x):
+        """The convolution of a batched input."""
+        return F.conv3d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class ConvTranspose3d(_ConvNd):
+    """The transpose (gradient) of Conv3d; weight [in, out/groups, kd, kh, kw], as in PyTorch."""
+
+    N = 3
+    NAME = "ConvTranspose3d"
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, device=None, generator=None):
+        """PyTorch's arguments; ``generator`` draws the initial weights."""
+        if type(padding) is str:
+            raise ArgumentError("ConvTranspose3d: padding must be an int or three ints, found %r" % (padding,))
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias, device,
+                         generator, transposed=True, output_padding=output_padding)
+
+    def _conv(self, x):
+        """The transposed convolution of a batched input."""
+        return F.conv_transpose3d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+                                  self.groups, self.dilation)
+
+
 _CONV_FIELDS = (("in_channels", REQUIRED, "int>0"), ("out_channels", REQUIRED, "int>0"),
                 ("kernel_size", REQUIRED, "size"), ("stride", 1, "size"), ("padding", 0, "padding"),
                 ("dilation", 1, "size"), ("groups", 1, "int>0"), ("bias", True, "bool"))
@@ -155,11 +200,27 @@ class Conv2dConfig(_ConvConfig):
     MODULE = Conv2d
 
 
+class Conv3dConfig(_ConvConfig):
+    """Builds ``Conv3d``; fields as its arguments."""
+
+    MODULE = Conv3d
+
+
+_TRANSPOSED_FIELDS = (("in_channels", REQUIRED, "int>0"), ("out_channels", REQUIRED, "int>0"),
+                      ("kernel_size", REQUIRED, "size"), ("stride", 1, "size"), ("padding", 0, "size>=0"),
+                      ("output_padding", 0, "size>=0"), ("groups", 1, "int>0"), ("bias", True, "bool"),
+                      ("dilation", 1, "size"))
+
+
 class ConvTranspose2dConfig(_ConvConfig):
     """Builds ``ConvTranspose2d``; fields as its arguments."""
 
-    FIELDS = (("in_channels", REQUIRED, "int>0"), ("out_channels", REQUIRED, "int>0"),
-              ("kernel_size", REQUIRED, "size"), ("stride", 1, "size"), ("padding", 0, "size>=0"),
-              ("output_padding", 0, "size>=0"), ("groups", 1, "int>0"), ("bias", True, "bool"),
-              ("dilation", 1, "size"))
+    FIELDS = _TRANSPOSED_FIELDS
     MODULE = ConvTranspose2d
+
+
+class ConvTranspose3dConfig(_ConvConfig):
+    """Builds ``ConvTranspose3d``; fields as its arguments."""
+
+    FIELDS = _TRANSPOSED_FIELDS
+    MODULE = ConvTranspose3d

@@ -31,9 +31,13 @@ class Identity(Module):
 
 
 class FlattenConfig(Config):
+    """Builds ``Flatten(start_dim=1, end_dim=-1)``."""
+
     FIELDS = (("start_dim", 1, "int"), ("end_dim", -1, "int"))
     MODULE = Flatten
 
 
 class IdentityConfig(Config):
+    """Builds ``Identity()``."""
+
     MODULE = Identity

@@ -35,11 +35,13 @@ def gelu(x, approximate="none"):
 
 @composite
 def sigmoid(x):
+    """1 / (1 + exp(-x)), elementwise."""
     return x.sigmoid()
 
 
 @composite
 def tanh(x):
+    """tanh(x), elementwise."""
     return x.tanh()
 
 
@@ -123,13 +125,17 @@ def _check_positive(values, name, op):
         raise ArgumentError("%s: %s must be >= 1, found %s" % (op, name, values))
 
 
-def _conv(x, weight, bias, stride, padding, dilation, groups, n, op):
+_LAYOUTS = {1: "(N, C, L)", 2: "(N, C, H, W)", 3: "(N, C, D, H, W)"}
+
+
+def conv_args(x, weight, stride, padding, dilation, groups, n, op):
+    """The checked arguments of an ``n``-D convolution: ``(device, x, weight, stride, pads,
+    dilation)`` with both tensors in their common float dtype and ``pads`` (before, after) per dim."""
     if type(x) is not Tensor or type(weight) is not Tensor:
         raise ArgumentTypeError("%s: expected tensors for input and weight" % op)
     dev = same_device(x, weight, op)
     if len(x.shape) != n + 2:
-        raise ShapeError("%s: expected input of %d dims %s, found shape %s"
-                         % (op, n + 2, "(N, C, L)" if n == 1 else "(N, C, H, W)", x.shape))
+        raise ShapeError("%s: expected input of %d dims %s, found shape %s" % (op, n + 2, _LAYOUTS[n], x.shape))
     if len(weight.shape) != n + 2:
         raise ShapeError("%s: expected weight of %d dims (out, in/groups, kernel...), found shape %s"
                          % (op, n + 2, weight.shape))
@@ -156,16 +162,27 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, n, op):
     dtype = dtypes.promote(x.dtype, weight.dtype)
     if dtype.kind != "f":
         dtype = dtypes.default_float
-    x, weight = x.to(dtype), weight.to(dtype)
+    return dev, x.to(dtype), weight.to(dtype), stride, pads, dilation
+
+
+def add_bias(out, bias, op):
+    """``out`` (N, O, *spatial) plus a per-channel ``bias`` of shape (O,), when given."""
+    if bias is None:
+        return out
+    o = out.shape[1]
+    if type(bias) is not Tensor or bias.shape != (o,):
+        found = bias.shape if type(bias) is Tensor else type(bias).__name__
+        raise ShapeError("%s: expected bias of shape (%d,), found %s" % (op, o, found))
+    return out + bias.reshape((1, o) + (1,) * (len(out.shape) - 2))
+
+
+def _conv(x, weight, bias, stride, padding, dilation, groups, n, op):
+    """An ``n``-D convolution (n = 1, 2) by the backend's ``conv`` primitive, plus the bias."""
+    dev, x, weight, stride, pads, dilation = conv_args(x, weight, stride, padding, dilation, groups, n, op)
+    kernel = weight.shape[2:]
     data = dev.conv(x._data, weight._data, stride, pads, dilation, groups)
     spatial = tuple(conv_out_size(x.shape[2 + i], kernel[i], stride[i], pads[i], dilation[i]) for i in range(n))
-    out = Tensor(data, (x.shape[0], o) + spatial, dtype, dev)
-    if bias is not None:
-        if type(bias) is not Tensor or bias.shape != (o,):
-            found = bias.shape if type(bias) is Tensor else type(bias).__name__
-            raise ShapeError("%s: expected bias of shape (%d,), found %s" % (op, o, found))
-        out = out + bias.reshape((1, o) + (1,) * n)
-    return out
+    return add_bias(Tensor(data, (x.shape[0], weight.shape[0]) + spatial, x.dtype, dev), bias, op)
 
 
 @composite
@@ -180,13 +197,25 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(x, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
-def _pool(op, x, kernel_size, stride, padding, dilation, n, name):
+def _pool_out(size, k, s, p, d, ceil_mode):
+    """PyTorch's output length of a pooling window: with ``ceil_mode`` a last partial window that
+    starts inside the input or its left padding counts too."""
+    span = size + 2 * p - d * (k - 1) - 1
+    if span < 0:
+        return 0
+    if not ceil_mode:
+        return span // s + 1
+    out = -(-span // s) + 1
+    return out - 1 if (out - 1) * s >= size + p else out
+
+
+def _pool_geometry(x, kernel_size, stride, padding, dilation, ceil_mode, n, name):
+    """(kernel, stride, padding, dilation, pads, spatial): ``pads`` per dim is (before, after), the
+    after side widened to cover ``ceil_mode``'s last window; ``spatial`` the output sizes."""
     if type(x) is not Tensor:
         raise ArgumentTypeError("%s: expected a tensor, found %s" % (name, type(x).__name__))
     if len(x.shape) != n + 2:
         raise ShapeError("%s: expected input of %d dims (N, C, spatial...), found shape %s" % (name, n + 2, x.shape))
-    if x.dtype.kind != "f":
-        raise DTypeError("%s: expected a float tensor, found %s" % (name, x.dtype.name))
     kernel = _tuple(kernel_size, n, "kernel_size", name)
     stride = kernel if stride is None else _tuple(stride, n, "stride", name)
     pad = _tuple(padding, n, "padding", name)
@@ -198,43 +227,173 @@ def _pool(op, x, kernel_size, stride, padding, dilation, n, name):
         if p < 0 or p > k // 2:
             raise ArgumentError("%s: padding must be between 0 and kernel_size // 2, found %s for kernel %s"
                                 % (name, pad, kernel))
-    spatial = []
+    spatial, pads = [], []
     for i in range(n):
-        size = conv_out_size(x.shape[2 + i], kernel[i], stride[i], (pad[i], pad[i]), dilation[i])
-        if size < 1:
+        size, k, s, p, d = x.shape[2 + i], kernel[i], stride[i], pad[i], dilation[i]
+        out = _pool_out(size, k, s, p, d, ceil_mode)
+        if out < 1:
             raise ShapeError("%s: input of shape %s is smaller than the kernel %s" % (name, x.shape, kernel))
-        spatial.append(size)
-    pads = tuple((p, p) for p in pad)
-    data = x.device.pool(op, x._data, kernel, stride, pads, dilation)
-    return Tensor(data, x.shape[:2] + tuple(spatial), x.dtype, x.device)
+        spatial.append(out)
+        pads.append((p, max(p, (out - 1) * s + d * (k - 1) + 1 - size - p)))
+    return kernel, stride, pad, dilation, tuple(pads), tuple(spatial)
+
+
+def _grid(lists):
+    """Row-major sums over the grid of per-dim lists (one list of ints or floats per dim)."""
+    out = [0]
+    for values in lists:
+        out = [a + b for a in out for b in values]
+    return out
+
+
+def _window_max(x, kernel, stride, before, dilation, pads, spatial, values):
+    """The max pool's indices (and, with ``values``, its values) from the window's taps stacked on a
+    new last dim: ``argmax`` picks the first maximum (the first nan, as ember's argmax does) and a
+    table maps each tap to its flat position in the input plane. A pad tap maps to the window's
+    first input element, which is what wins when every input equals the pad (PyTorch's pick).
+    Serves ``return_indices`` and integer inputs (no -inf to pad them with)."""
+    from ..creation import tensor
+    from ..movement import stack
+    n = len(kernel)
+    sizes = x.shape[2:]
+    plane = [1] * n
+    for i in range(n - 2, -1, -1):
+        plane[i] = plane[i + 1] * sizes[i + 1]
+    low = float("-inf") if x.dtype.kind == "f" else -(1 << (x.dtype.bits - 1))
+    flat_pads = []
+    for i in range(n - 1, -1, -1):
+        flat_pads += [pads[i][0], pads[i][1]]
+    xp = pad(x, flat_pads, value=low)
+    out_shape = x.shape[:2] + spatial
+    taps = [[]]
+    for k in kernel:
+        taps = [t + [o] for t in taps for o in range(k)]
+    # per dim and output position: the first tap inside the input, then each tap's coordinate
+    firsts, coords = [], []
+    for i in range(n):
+        f, c = [], []
+        for j in range(spatial[i]):
+            start = j * stride[i] - before[i]
+            first = start
+            while first < 0:
+                first += dilation[i]
+            f.append(first)
+            c.append([start + o * dilation[i] for o in range(kernel[i])])
+        firsts.append(f)
+        coords.append(c)
+    table = []
+    grid = [[]]
+    for i in range(n):
+        grid = [g + [j] for g in grid for j in range(spatial[i])]
+    for pos in grid:
+        first = 0
+        for i in range(n):
+            first += firsts[i][pos[i]] * plane[i]
+        for tap in taps:
+            at, inside = 0, True
+            for i in range(n):
+                c = coords[i][pos[i]][tap[i]]
+                inside = inside and 0 <= c < sizes[i]
+                at += c * plane[i]
+            table.append(at if inside else first)
+    parts = []
+    for tap in taps:
+        ranges = ((0, x.shape[0], 1), (0, x.shape[1], 1)) + tuple(
+            (o * dilation[i], o * dilation[i] + (spatial[i] - 1) * stride[i] + 1, stride[i]) for i, o in enumerate(tap))
+        parts.append(Tensor(x.device.slice(xp._data, ranges), out_shape, x.dtype, x.device))
+    stacked = stack(parts, 2)  # (N, C, taps, *spatial): the C reduction runs along whole rows
+    pick = stacked.argmax(2, keepdim=True)
+    where = tensor(table, dtype=dtypes.int64, device=x.device).reshape(spatial + (len(taps),))
+    where = where.permute((n,) + tuple(range(n))).unsqueeze(0).unsqueeze(0)
+    indices = where.expand(x.shape[:2] + (len(taps),) + spatial).gather(2, pick).squeeze(2)
+    if not values:
+        return indices
+    return stacked.gather(2, pick).squeeze(2), indices
+
+
+def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices, n, name):
+    kernel, stride, pad_, dilation, pads, spatial = _pool_geometry(x, kernel_size, stride, padding, dilation,
+                                                                   ceil_mode, n, name)
+    if x.dtype is dtypes.bool_:
+        raise DTypeError("%s: expected a float or integer tensor, found bool" % name)
+    if x.dtype.kind == "f":
+        values = Tensor(x.device.pool("max", x._data, kernel, stride, pads, dilation), x.shape[:2] + spatial,
+                        x.dtype, x.device)
+        if not return_indices:
+            return values
+        return values, _window_max(x, kernel, stride, pad_, dilation, pads, spatial, False)
+    values, indices = _window_max(x, kernel, stride, pad_, dilation, pads, spatial, True)
+    return (values, indices) if return_indices else values
+
+
+def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, n, name):
+    """The mean over each window; the divisor is PyTorch's: the window's size clipped to the padded
+    input (``ceil_mode``'s last window is shorter), or only its input elements without
+    ``count_include_pad``, or ``divisor_override``."""
+    kernel, stride, pad_, _, pads, spatial = _pool_geometry(x, kernel_size, stride, padding, 1, ceil_mode, n, name)
+    if x.dtype.kind != "f":
+        raise DTypeError("%s: expected a float tensor, found %s" % (name, x.dtype.name))
+    ones = (1,) * n
+    out = Tensor(x.device.pool("avg", x._data, kernel, stride, pads, ones), x.shape[:2] + spatial, x.dtype, x.device)
+    size = 1
+    for k in kernel:
+        size *= k
+    if divisor_override is not None:
+        if type(divisor_override) is not int or divisor_override == 0:
+            raise ArgumentError("%s: divisor_override must be a nonzero int, found %r" % (name, divisor_override))
+        return out * (size / divisor_override)
+    counts = []
+    for i in range(n):
+        lengths = []
+        for j in range(spatial[i]):
+            start = j * stride[i] - pad_[i]
+            end = min(start + kernel[i], x.shape[2 + i] + pad_[i])
+            if not count_include_pad:
+                start, end = max(start, 0), min(end, x.shape[2 + i])
+            lengths.append(end - start)
+        counts.append(lengths)
+    if all(c == k for lengths, k in zip(counts, kernel) for c in lengths):
+        return out
+    from ..creation import tensor
+    grid = [1]
+    for lengths in counts:
+        grid = [a * b for a in grid for b in lengths]
+    ratio = tensor([size / c for c in grid], dtype=x.dtype, device=x.device).reshape(spatial)
+    return out * ratio
 
 
 @composite
-def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1):
-    """Max over windows of (N, C, H, W); ``stride`` defaults to ``kernel_size``; pads count as -inf."""
-    return _pool("max", x, kernel_size, stride, padding, dilation, 2, "max_pool2d")
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Max over windows of (N, C, H, W); ``stride`` defaults to ``kernel_size``; pads count as -inf.
+    ``return_indices`` also gives each max's flat position in its input plane (int64)."""
+    return _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2, "max_pool2d")
 
 
 @composite
-def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1):
-    return _pool("max", x, kernel_size, stride, padding, dilation, 1, "max_pool1d")
+def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Max over windows of (N, C, L); ``stride`` defaults to ``kernel_size``; pads count as -inf."""
+    return _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1, "max_pool1d")
 
 
 @composite
-def avg_pool2d(x, kernel_size, stride=None, padding=0):
-    """Mean over windows of (N, C, H, W); zero padding counts in the mean (PyTorch's default)."""
-    return _pool("avg", x, kernel_size, stride, padding, 1, 2, "avg_pool2d")
+def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Mean over windows of (N, C, H, W); zero padding counts in the mean unless not
+    ``count_include_pad``; ``divisor_override`` replaces the window size (PyTorch's arguments)."""
+    return _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2, "avg_pool2d")
 
 
 @composite
-def avg_pool1d(x, kernel_size, stride=None, padding=0):
-    return _pool("avg", x, kernel_size, stride, padding, 1, 1, "avg_pool1d")
+def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """Mean over windows of (N, C, L); zero padding counts in the mean unless not ``count_include_pad``."""
+    return _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1, "avg_pool1d")
 
 
 # -- activations -------------------------------------------------------------------------------
 
 @composite
 def leaky_relu(x, negative_slope=0.01):
+    """x where x >= 0, else ``negative_slope`` · x."""
     return x.where(x >= 0, x * negative_slope)
 
 
@@ -256,22 +415,26 @@ def softplus(x, beta=1.0, threshold=20.0):
 
 @composite
 def elu(x, alpha=1.0):
+    """x where x > 0, else ``alpha`` · (exp(x) - 1)."""
     return x.where(x > 0, x.minimum(0).expm1() * alpha)  # minimum: no inf in the discarded branch
 
 
 @composite
 def mish(x):
+    """x · tanh(softplus(x))."""
     x, dtype = _upcast(x)
     return _down(x * softplus(x).tanh(), dtype)
 
 
 @composite
 def hardsigmoid(x):
+    """relu6(x + 3) / 6: 0 below -3, 1 above 3, linear between."""
     return (x / 6 + 0.5).clamp(0.0, 1.0)
 
 
 @composite
 def hardswish(x):
+    """x · relu6(x + 3) / 6."""
     return x * (x + 3).clamp(0.0, 6.0) / 6
 
 
@@ -385,6 +548,7 @@ def embedding(index, weight, padding_idx=None):
 
 
 def one_hot(index, num_classes=-1):
+    """int64 one-hot vectors of ``index`` along a new last dim (``num_classes=-1``: the max index + 1)."""
     from ..indexing import one_hot as _one_hot
     return _one_hot(index, num_classes)
 
@@ -485,6 +649,11 @@ def _pad_indices(n, before, after, mode):
             raise ArgumentError("pad: reflect padding (%d, %d) must be smaller than the dim size %d"
                                 % (before, after, n))
         idx = list(range(before, 0, -1)) + list(range(n)) + list(range(n - 2, n - 2 - after, -1))
+    elif mode == "circular":
+        if before > n or after > n:
+            raise ArgumentError("pad: circular padding (%d, %d) must be at most the dim size %d (it wraps once)"
+                                % (before, after, n))
+        idx = [(j - before) % n for j in range(before + n + after)]
     else:
         idx = [0] * before + list(range(n)) + [n - 1] * after
     return idx
@@ -493,24 +662,27 @@ def _pad_indices(n, before, after, mode):
 @composite
 def pad(x, pad, mode="constant", value=0.0):
     """Pad the last dims: ``pad`` is (left, right[, top, bottom[, ...]]), the last dim first, as in
-    PyTorch. Modes: constant (negative amounts crop), reflect, replicate."""
+    PyTorch. Modes: constant, reflect, replicate, circular; negative amounts crop first."""
     from ..creation import full, tensor
     from ..movement import cat
     if type(pad) not in (tuple, list) or len(pad) % 2 or len(pad) // 2 > len(x.shape):
         raise ArgumentError("pad: expected an even number of pads, at most 2 per dim of shape %s, found %r"
                             % (x.shape, pad))
-    if mode not in ("constant", "reflect", "replicate"):
-        raise ArgumentError("pad: mode must be constant, reflect or replicate, found %r" % (mode,))
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise ArgumentError("pad: mode must be constant, reflect, replicate or circular, found %r" % (mode,))
     for i in range(len(pad) // 2):
         d = len(x.shape) - 1 - i
         before, after = pad[2 * i], pad[2 * i + 1]
+        if x.shape[d] + min(before, 0) + min(after, 0) < 0:
+            raise ArgumentError("pad: cropping %s from dim %d of size %d leaves fewer than 0 elements"
+                                % ((before, after), d, x.shape[d]))
+        if before < 0:
+            x = x.narrow(d, -before, x.shape[d] + before)
+            before = 0
+        if after < 0:
+            x = x.narrow(d, 0, x.shape[d] + after)
+            after = 0
         if mode == "constant":
-            if before < 0:
-                x = x.narrow(d, -before, x.shape[d] + before)
-                before = 0
-            if after < 0:
-                x = x.narrow(d, 0, x.shape[d] + after)
-                after = 0
             parts = []
             if before:
                 parts.append(full(x.shape[:d] + (before,) + x.shape[d + 1:], value, dtype=x.dtype, device=x.device))
@@ -518,9 +690,9 @@ def pad(x, pad, mode="constant", value=0.0):
             if after:
                 parts.append(full(x.shape[:d] + (after,) + x.shape[d + 1:], value, dtype=x.dtype, device=x.device))
             x = cat(parts, d) if len(parts) > 1 else x
-        else:
-            if x.shape[d] == 0 or before < 0 or after < 0:
-                raise ArgumentError("pad: %s padding needs a non-empty dim and pads >= 0" % mode)
+        elif before or after:
+            if x.shape[d] == 0:
+                raise ArgumentError("pad: %s padding needs a non-empty dim, found shape %s" % (mode, x.shape))
             idx = _pad_indices(x.shape[d], before, after, mode)
             x = x.index_select(d, tensor(idx, dtype=dtypes.int64, device=x.device))
     return x
@@ -536,13 +708,16 @@ def _out_size(in_size, size, scale, op):
 
 @composite
 def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=None):
-    """Resize the spatial dims of (N, C, L) or (N, C, H, W): mode nearest or (bi)linear."""
+    """Resize the spatial dims of (N, C, L), (N, C, H, W) or (N, C, D, H, W): mode nearest,
+    nearest-exact or (bi/tri)linear."""
     from ..creation import tensor
     n = len(x.shape) - 2
-    if n not in (1, 2):
-        raise ShapeError("interpolate: expected (N, C, L) or (N, C, H, W), found shape %s" % (x.shape,))
-    if mode not in ("nearest", "linear", "bilinear"):
-        raise ArgumentError("interpolate: mode must be nearest, linear or bilinear, found %r" % (mode,))
+    if n not in (1, 2, 3):
+        raise ShapeError("interpolate: expected (N, C, L), (N, C, H, W) or (N, C, D, H, W), found shape %s"
+                         % (x.shape,))
+    if mode not in ("nearest", "nearest-exact", "linear", "bilinear", "trilinear"):
+        raise ArgumentError("interpolate: mode must be nearest, nearest-exact, linear, bilinear or trilinear, "
+                            "found %r" % (mode,))
     sizes = size if type(size) in (tuple, list) else (size,) * n
     scales = scale_factor if type(scale_factor) in (tuple, list) else (scale_factor,) * n
     x = _floating(x, "interpolate")
@@ -553,8 +728,9 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
         if dst <= 0:
             raise ShapeError("interpolate: output size must be > 0, found %d" % dst)
         ratio = (src / dst) if scales[i] is None or size is not None else 1.0 / scales[i]
-        if mode == "nearest":
-            idx = [min(int(j * ratio), src - 1) for j in range(dst)]
+        if mode == "nearest" or mode == "nearest-exact":
+            half = 0.5 if mode == "nearest-exact" else 0.0  # nearest-exact samples pixel centres
+            idx = [min(int((j + half) * ratio), src - 1) for j in range(dst)]
             x = x.index_select(d, tensor(idx, dtype=dtypes.int64, device=x.device))
             continue
         if align_corners:
@@ -596,57 +772,71 @@ def adaptive_avg_pool2d(x, output_size):
 @composite
 def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """The gradient of conv2d with respect to its input: weight is (in, out/groups, kh, kw)."""
+    return conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, 2, conv2d,
+                          "conv_transpose2d")
+
+
+def conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, n, conv, op):
+    """An ``n``-D transposed convolution as ``conv`` of the spread, padded input with the flipped
+    weight: weight is (in, out/groups, *kernel)."""
     from ..creation import zeros
     from ..movement import cat
-    if len(x.shape) != 4 or len(weight.shape) != 4:
-        raise ShapeError("conv_transpose2d: expected 4-D input and weight, found %s and %s" % (x.shape, weight.shape))
+    if type(x) is not Tensor or type(weight) is not Tensor:
+        raise ArgumentTypeError("%s: expected tensors for input and weight" % op)
+    if len(x.shape) != n + 2 or len(weight.shape) != n + 2:
+        raise ShapeError("%s: expected %d-D input and weight, found %s and %s" % (op, n + 2, x.shape, weight.shape))
+    if type(groups) is not int or groups < 1:
+        raise ArgumentError("%s: groups must be an int >= 1, found %r" % (op, groups))
     if x.shape[1] != weight.shape[0] or weight.shape[0] % groups:
-        raise ShapeError("conv_transpose2d: input has %d channels, weight expects %d (groups=%d)"
-                         % (x.shape[1], weight.shape[0], groups))
-    stride = _tuple(stride, 2, "stride", "conv_transpose2d")
-    padding = _tuple(padding, 2, "padding", "conv_transpose2d")
-    output_padding = _tuple(output_padding, 2, "output_padding", "conv_transpose2d")
-    dilation = _tuple(dilation, 2, "dilation", "conv_transpose2d")
-    _check_positive(stride, "stride", "conv_transpose2d")
-    _check_positive(dilation, "dilation", "conv_transpose2d")
+        raise ShapeError("%s: input has %d channels, weight expects %d (groups=%d)"
+                         % (op, x.shape[1], weight.shape[0], groups))
+    stride = _tuple(stride, n, "stride", op)
+    padding = _tuple(padding, n, "padding", op)
+    output_padding = _tuple(output_padding, n, "output_padding", op)
+    dilation = _tuple(dilation, n, "dilation", op)
+    _check_positive(stride, "stride", op)
+    _check_positive(dilation, "dilation", op)
     for op_, s, dl in zip(output_padding, stride, dilation):
         if op_ < 0 or op_ >= max(s, dl):
-            raise ArgumentError("conv_transpose2d: output_padding must be smaller than stride or dilation, found %s"
-                                % (output_padding,))
-    x = _floating(x, "conv_transpose2d")
-    n, c, h, w = x.shape
+            raise ArgumentError("%s: output_padding must be smaller than stride or dilation, found %s"
+                                % (op, output_padding))
+    x = _floating(x, op)
     # spread the input: stride - 1 zeros between neighbours
-    for d, s in ((2, stride[0]), (3, stride[1])):
+    for i in range(n):
+        d, s = 2 + i, stride[i]
         if s > 1 and x.shape[d] > 1:
             size = x.shape[d]
             parts = x.unsqueeze(d + 1)
             gap = zeros(parts.shape[:d + 1] + (s - 1,) + parts.shape[d + 2:], dtype=x.dtype, device=x.device)
             spread = cat([parts, gap], d + 1).reshape(x.shape[:d] + (size * s,) + x.shape[d + 1:])
             x = spread.narrow(d, 0, (size - 1) * s + 1)
-    kh, kw = weight.shape[2:]
+    kernel = weight.shape[2:]
     pads = []
-    for k, p, dl, op_ in ((kh, padding[0], dilation[0], output_padding[0]), (kw, padding[1], dilation[1], output_padding[1])):
-        edge = dl * (k - 1) - p
-        pads += [edge, edge + op_]
-    x = pad(x, (pads[2], pads[3], pads[0], pads[1]))
+    for i in range(n - 1, -1, -1):  # pad() takes the last dim first
+        edge = dilation[i] * (kernel[i] - 1) - padding[i]
+        pads += [edge, edge + output_padding[i]]
+    x = pad(x, tuple(pads))
     cin, cout_g = weight.shape[0], weight.shape[1]
-    # (in, out/g, kh, kw) -> (out, in/g, kh, kw), spatially flipped
-    wg = weight.reshape(groups, cin // groups, cout_g, kh, kw).permute(0, 2, 1, 3, 4)
-    wg = wg.reshape(groups * cout_g, cin // groups, kh, kw).flip((2, 3))
-    return conv2d(x, wg, bias, 1, 0, dilation, groups)
+    # (in, out/g, *k) -> (out, in/g, *k), spatially flipped
+    wg = weight.reshape((groups, cin // groups, cout_g) + kernel).permute((0, 2, 1) + tuple(range(3, n + 3)))
+    wg = wg.reshape((groups * cout_g, cin // groups) + kernel).flip(tuple(range(2, n + 2)))
+    return conv(x, wg, bias, 1, 0, dilation, groups)
 
 
 # -- attention -----------------------------------------------------------------------------------
 
 @composite
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
-                                 scale=None, generator=None):
+                                 scale=None, enable_gqa=False, generator=None):
     """softmax(q·kᵀ·scale + mask)·v over (..., L, E) queries and (..., S, E) keys.
 
     A bool ``attn_mask`` marks positions that may attend (True); a float mask is added to the
-    scores. ``is_causal`` lets query i see keys j <= i.
+    scores. ``is_causal`` lets query i see keys j <= i. ``enable_gqa`` lets (..., Hq, L, E)
+    queries share (..., Hkv, S, E) keys and values, each kv head serving Hq / Hkv query heads.
     """
     from ..creation import ones
+    if enable_gqa:
+        key, value = _gqa_heads(query, key, "key"), _gqa_heads(query, value, "value")
     L, S = query.shape[-2], key.shape[-2]
     if query.shape[-1] != key.shape[-1]:
         raise ShapeError("scaled_dot_product_attention: query and key feature sizes differ: %s vs %s"
@@ -665,6 +855,22 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if dropout_p:
         weights = dropout(weights, dropout_p, True, generator)
     return weights @ value
+
+
+def _gqa_heads(query, t, what):
+    """``t``'s heads (dim -3) each repeated Hq / Hkv times in place, as grouped-query attention reads them."""
+    if len(query.shape) < 3 or len(t.shape) < 3:
+        raise ShapeError("scaled_dot_product_attention: enable_gqa needs (..., heads, L, E) tensors, found %s and %s"
+                         % (query.shape, t.shape))
+    hq, hk = query.shape[-3], t.shape[-3]
+    if hk == 0 or hq % hk:
+        raise ShapeError("scaled_dot_product_attention: with enable_gqa the query heads (%d) must be a multiple "
+                         "of the %s heads (%d)" % (hq, what, hk))
+    if hq == hk:
+        return t
+    lead = t.shape[:-3]
+    spread = t.unsqueeze(-3).expand(lead + (hk, hq // hk) + t.shape[-2:])
+    return spread.reshape(lead + (hq,) + t.shape[-2:])
 
 
 # -- losses -------------------------------------------------------------------------------------------
@@ -778,6 +984,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
 
 @composite
 def mse_loss(input, target, reduction="mean"):
+    """The squared error (input - target)², reduced by ``reduction`` ('mean', 'sum' or 'none')."""
     _check_same_shape(input, target, "mse_loss")
     d = input - target
     return _reduce_loss(d * d, reduction, "mse_loss")
@@ -785,6 +992,7 @@ def mse_loss(input, target, reduction="mean"):
 
 @composite
 def l1_loss(input, target, reduction="mean"):
+    """The absolute error |input - target|, reduced by ``reduction`` ('mean', 'sum' or 'none')."""
     _check_same_shape(input, target, "l1_loss")
     return _reduce_loss((input - target).abs(), reduction, "l1_loss")
 
@@ -825,6 +1033,19 @@ def kl_div(input, target, reduction="mean", log_target=False):
     if reduction == "batchmean":
         return loss.sum() / (input.shape[0] if input.shape else 1)
     return _reduce_loss(loss, reduction, "kl_div")
+
+
+# 3-D convolution and pooling, unpooling and im2col (nn/spatial.py) load on first use, so a board
+# that never calls them does not hold them
+_SPATIAL = ("avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d", "max_unpool2d", "unfold")
+
+
+def __getattr__(name):
+    """``F.conv3d`` and the other ops of ``nn/spatial.py``, imported when first asked for."""
+    if name in _SPATIAL:
+        from . import spatial
+        return getattr(spatial, name)
+    raise AttributeError("module 'ember.nn.functional' has no attribute '%s'" % name)
 
 
 # Where the C kernels load, the C-backed Cpu runs some of these as fused kernels (nn/fused_c.py).

@@ -207,14 +207,20 @@ def _pool2d_fast(op, x, kernel_size, stride, padding, dilation):
     return Tensor(CpuArray(out, shape, f32), shape, f32, x.device)
 
 
-def _max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1):
-    out = _pool2d_fast(_lib.EMB_P_MAX, x, kernel_size, stride, padding, dilation)
-    return out if out is not None else COMPOSITES["max_pool2d"](x, kernel_size, stride, padding, dilation)
+def _max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    # ceil_mode and the indices take the composite (whose pool primitive is C too)
+    out = None if ceil_mode or return_indices else _pool2d_fast(_lib.EMB_P_MAX, x, kernel_size, stride, padding,
+                                                                 dilation)
+    return out if out is not None else COMPOSITES["max_pool2d"](x, kernel_size, stride, padding, dilation,
+                                                                ceil_mode, return_indices)
 
 
-def _avg_pool2d(x, kernel_size, stride=None, padding=0):
-    out = _pool2d_fast(_lib.EMB_P_AVG, x, kernel_size, stride, padding, 1)
-    return out if out is not None else COMPOSITES["avg_pool2d"](x, kernel_size, stride, padding)
+def _avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                divisor_override=None):
+    plain = not ceil_mode and divisor_override is None and (count_include_pad or padding in (0, (0, 0), [0, 0]))
+    out = _pool2d_fast(_lib.EMB_P_AVG, x, kernel_size, stride, padding, 1) if plain else None
+    return out if out is not None else COMPOSITES["avg_pool2d"](x, kernel_size, stride, padding, ceil_mode,
+                                                                count_include_pad, divisor_override)
 
 
 # -- the gradients of conv and pool (Autodiff's rules call these composites), reductions over several

@@ -76,14 +76,17 @@ def _fan(shape, mode, op):
 
 
 def zeros(shape, device=None, dtype=None):
+    """A tensor of zeros of ``shape`` (float32 unless ``dtype`` is given)."""
     return constant(shape, 0.0, device, dtype)
 
 
 def ones(shape, device=None, dtype=None):
+    """A tensor of ones of ``shape`` (float32 unless ``dtype`` is given)."""
     return constant(shape, 1.0, device, dtype)
 
 
 def constant(shape, value, device=None, dtype=None):
+    """A tensor of ``shape`` filled with ``value`` (float32 unless ``dtype`` is given)."""
     shape = size_args((shape,), "init")
     if _skipping[0] and shape:
         # one stored value with zero strides: a placeholder for the values load() will bring
@@ -101,6 +104,7 @@ def uniform(shape, low=0.0, high=1.0, generator=None, device=None, dtype=None):
 
 
 def normal(shape, mean=0.0, std=1.0, generator=None, device=None, dtype=None):
+    """Normal with mean ``mean`` and standard deviation ``std``."""
     if _skipping[0]:
         return constant(shape, 0.0, device, dtype)
     return random(shape, Normal(mean, std), generator, dtype, device)

@@ -21,6 +21,8 @@ from .pool import (AdaptiveAvgPool2d, AdaptiveAvgPool2dConfig, AvgPool1d, AvgPoo
                    MaxPool1d, MaxPool1dConfig, MaxPool2d, MaxPool2dConfig)
 from .positional import PositionalEncoding, PositionalEncodingConfig, RotaryEncoding, RotaryEncodingConfig
 from .recurrent import GRU, GRUConfig, LSTM, LSTMConfig
+from .conv import Conv3d, Conv3dConfig, ConvTranspose3d, ConvTranspose3dConfig
+from .pool import AvgPool3d, AvgPool3dConfig, MaxPool3d, MaxPool3dConfig, MaxUnpool2d, MaxUnpool2dConfig
 from .transformer import (TransformerEncoder, TransformerEncoderConfig, TransformerEncoderLayer,
                           TransformerEncoderLayerConfig)
 from . import functional, init

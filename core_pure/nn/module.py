@@ -55,6 +55,7 @@ class Param:
 
     @property
     def value(self):
+        """The parameter's current Tensor; assigning a Tensor replaces it and keeps the id."""
         return self._value
 
     @value.setter
@@ -63,6 +64,7 @@ class Param:
 
     @property
     def requires_grad(self):
+        """Whether optimizers train this parameter and ``backward`` computes its gradient."""
         return self._requires_grad
 
     @requires_grad.setter
@@ -72,17 +74,21 @@ class Param:
 
     @property
     def shape(self):
+        """The value's shape."""
         return self.value.shape
 
     @property
     def dtype(self):
+        """The value's dtype."""
         return self.value.dtype
 
     @property
     def device(self):
+        """The value's device."""
         return self.value.device
 
     def numel(self):
+        """The number of elements of the value."""
         return self.value.numel()
 
     def __repr__(self):
@@ -130,9 +136,11 @@ class LoadReport:
 
     @property
     def ok(self):
+        """Whether every tensor loaded: nothing missing, unexpected or mismatched."""
         return not (self.missing or self.unexpected or self.mismatched)
 
     def describe(self):
+        """A one-line summary of what did not load, for messages."""
         parts = []
         if self.missing:
             parts.append("missing %s" % ", ".join(self.missing))
@@ -237,6 +245,7 @@ class Module:
 
     # -- calling ------------------------------------------------------------------------------------
     def forward(self, *args, **kwargs):
+        """The module's computation; subclasses define it, and calling the module calls it."""
         raise NotImplementedError("%s.forward is not defined" % type(self).__name__)
 
     def __call__(self, *args, **kwargs):
@@ -266,12 +275,15 @@ class Module:
         return self._walk()
 
     def modules(self):
+        """Every module of the tree, this one first, depth first (a shared module once)."""
         return [m for _, m in self._walk()]
 
     def named_children(self):
+        """[(name, module)] for the direct submodules, in assignment order."""
         return [(n, v) for n, v in self._items() if isinstance(v, Module)]
 
     def children(self):
+        """The direct submodules, in assignment order."""
         return [v for _, v in self.named_children()]
 
     def named_parameters(self):
@@ -286,6 +298,7 @@ class Module:
         return out
 
     def parameters(self):
+        """Every ``Param`` of the tree, in ``named_parameters`` order (a shared one once)."""
         return [p for _, p in self.named_parameters()]
 
     def named_buffers(self):
@@ -298,6 +311,7 @@ class Module:
         return out
 
     def buffers(self):
+        """Every buffer Tensor of the tree, saved or not."""
         return [b for _, b in self.named_buffers()]
 
     def _slots(self):
@@ -411,6 +425,7 @@ class Module:
         return self
 
     def eval(self):
+        """Set evaluation mode (``train(False)``) on every module; returns this module."""
         return self.train(False)
 
     # -- copies ------------------------------------------------------------------------------------------
@@ -621,6 +636,7 @@ class Sequential(Module):
             self.append(m)
 
     def append(self, module):
+        """Add ``module`` at the end; returns this container."""
         if not isinstance(module, Module):
             raise ArgumentTypeError("%s.append: expected a Module, found %s"
                                     % (type(self).__name__, type(module).__name__))
@@ -628,11 +644,13 @@ class Sequential(Module):
         return self
 
     def extend(self, modules):
+        """Add each of ``modules`` at the end; returns this container."""
         for m in modules:
             self.append(m)
         return self
 
     def insert(self, index, module):
+        """Insert ``module`` before position ``index``."""
         if not isinstance(module, Module):
             raise ArgumentTypeError("%s.insert: expected a Module, found %s"
                                     % (type(self).__name__, type(module).__name__))
@@ -658,6 +676,7 @@ class Sequential(Module):
         return iter(self._list)
 
     def forward(self, x):
+        """``x`` through every module in order."""
         for m in self._list:
             x = m(x)
         return x
@@ -667,6 +686,7 @@ class ModuleList(Sequential):
     """A list of modules, named "0", "1", ...; it has no forward of its own."""
 
     def forward(self, *args, **kwargs):
+        """A ``ModuleList`` has no forward: iterate over it (raises NotImplementedError)."""
         raise NotImplementedError("ModuleList has no forward: iterate over it")
 
 
@@ -681,6 +701,11 @@ class ModuleDict(Module):
             self.update(modules)
 
     def update(self, modules):
+        """Add or replace the modules of ``modules``: a dict or (name, module) pairs.
+
+        A plain dict's keys are taken in sorted order (MicroPython's dicts are unordered); pass pairs
+        or a ``ModuleDict`` to keep another order.
+        """
         pairs = modules.items() if type(modules) is dict else modules
         if type(modules) is dict:
             pairs = sorted(pairs)  # a plain dict has no order on MicroPython
@@ -713,12 +738,15 @@ class ModuleDict(Module):
         return iter(list(self._keys))
 
     def keys(self):
+        """The names, in insertion order."""
         return list(self._keys)
 
     def values(self):
+        """The modules, in insertion order."""
         return [self._dict[k] for k in self._keys]
 
     def items(self):
+        """[(name, module)], in insertion order."""
         return [(k, self._dict[k]) for k in self._keys]
 
     def _items(self):

@@ -170,11 +170,15 @@ class _NormConfig(Config):
 
 
 class BatchNorm1dConfig(_NormConfig):
+    """Builds ``BatchNorm1d(num_features, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)``."""
+
     FIELDS = _BN_FIELDS
     MODULE = BatchNorm1d
 
 
 class BatchNorm2dConfig(_NormConfig):
+    """Builds ``BatchNorm2d(num_features, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)``."""
+
     FIELDS = _BN_FIELDS
     MODULE = BatchNorm2d
 
@@ -188,6 +192,8 @@ class LayerNormConfig(_NormConfig):
 
 
 class GroupNormConfig(_NormConfig):
+    """Builds ``GroupNorm(num_groups, num_channels, eps=1e-05, affine=True)``."""
+
     FIELDS = (("num_groups", REQUIRED, "int>0"), ("num_channels", REQUIRED, "int>0"), ("eps", 1e-5, "float>0"),
               ("affine", True, "bool"))
     MODULE = GroupNorm

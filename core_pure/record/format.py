@@ -60,9 +60,11 @@ class Entry:
 
     @property
     def nbytes(self):
+        """The size of the tensor's data in the file, in bytes."""
         return self.end - self.start
 
     def numel(self):
+        """The number of elements (the product of ``shape``)."""
         n = 1
         for s in self.shape:
             n *= s

@@ -48,9 +48,11 @@ class Reader:
             self._by_name[e.name] = e
 
     def names(self):
+        """The tensor names in the file, in file order."""
         return [e.name for e in self.entries]
 
     def entry(self, name):
+        """The ``Entry`` (dtype, shape, byte range) of tensor ``name``; a missing name raises ``RecordError``."""
         e = self._by_name.get(name) if type(name) is str else None
         if e is None:
             raise fmt.error("record.read", self.path, "no tensor named %r (the file holds %d: %s)"
@@ -86,12 +88,14 @@ class Reader:
         return [(e.name, self.read(e.name, device)) for e in self.entries]
 
     def close(self):
+        """Close the file (``with ember.record.open(...)`` does it); closing twice is fine."""
         f, self._f = self._f, None
         if f is not None:
             f.close()
 
     @property
     def closed(self):
+        """Whether the file is closed."""
         return self._f is None
 
     def __enter__(self):
@@ -182,9 +186,11 @@ class Info:
         self.data_size = reader.data_size
 
     def names(self):
+        """The tensor names in the file, in file order."""
         return [e.name for e in self.entries]
 
     def as_dict(self):
+        """The summary as plain dicts and lists (for JSON)."""
         return {
             "path": self.path,
             "metadata": dict(self.metadata),

@@ -1,7 +1,7 @@
 """Classify the held-out digits with the trained record, on ember's pure-Python Cpu.
 
-Written for MicroPython (examples/train_digits.py runs it there with
-``node tests/mpy/run.mjs --script examples/digits/classify.py``); it runs unchanged on CPython.
+Written for MicroPython (examples/train_digits.py runs it on the unix port; ``node tests/mpy/run.mjs
+--script examples/digits/classify.py`` runs it on the wasm one); it runs unchanged on CPython.
 Reads ``artifacts/digits_cnn.safetensors`` (the weights) and ``artifacts/heldout.safetensors``
 (``images`` int8 (N, 8, 8) pixel counts 0..16 and ``labels`` int64 (N,)), next to this file.
 """
@@ -43,6 +43,7 @@ predictions = []
 for start in range(0, n, CHUNK):
     x = images[start:start + CHUNK].to(ember.float32).unsqueeze(1) / 16
     predictions.extend(model(x).argmax(dim=1).tolist())
+    print("classified %d/%d images, %.1f s" % (len(predictions), n, since_ms(t0) / 1000))  # progress as it goes
 elapsed = since_ms(t0)
 correct = sum(1 for p, y in zip(predictions, labels) if p == y)
 impl = sys.implementation

@@ -187,6 +187,25 @@ CASES = [
     c("adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, (2, 3)), (1, 2, 5, 4)),
     c("interpolate.bilinear", lambda x: F.interpolate(x, size=(5, 3), mode="bilinear"), (1, 1, 3, 2)),
     c("attention.causal", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), (2, 3, 4), (2, 3, 4), (2, 3, 4)),
+    # PyTorch's spellings (issue 22)
+    c("max_pool2d.ceil", lambda x: F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True), (1, 2, 6, 5)),
+    c("max_pool2d.indices", lambda x: F.max_pool2d(x, 2, ceil_mode=True, return_indices=True)[0], (1, 1, 5, 5)),
+    c("avg_pool2d.ceil", lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True), (1, 2, 6, 5)),
+    c("avg_pool2d.exclude_pad", lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True,
+                                                       count_include_pad=False), (1, 1, 6, 5)),
+    c("avg_pool2d.divisor", lambda x: F.avg_pool2d(x, 2, divisor_override=3), (1, 1, 4, 4)),
+    c("avg_pool1d.ceil", lambda x: F.avg_pool1d(x, 2, stride=2, ceil_mode=True, count_include_pad=False), (2, 1, 5)),
+    c("pad.circular", lambda x: F.pad(x, (2, 1, 1, 1), mode="circular"), (1, 2, 3, 4)),
+    c("pad.crop_reflect", lambda x: F.pad(x, (-1, 2), mode="reflect"), (2, 5)),
+    c("interpolate.trilinear", lambda x: F.interpolate(x, size=(3, 4, 2), mode="trilinear"), (1, 1, 2, 3, 3)),
+    c("interpolate.nearest_exact", lambda x: F.interpolate(x, scale_factor=1.5, mode="nearest-exact"), (1, 1, 2, 3)),
+    c("attention.gqa", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+      (1, 4, 3, 2), (1, 2, 3, 2), (1, 2, 3, 2)),
+    c("scatter.multiply", lambda x, s: x.scatter(1, ember.tensor([[0, 0], [2, 1]], device=x.device), s,
+                                                 reduce="multiply"), (2, 3), (2, 2)),
+    c("div.trunc", lambda a: a.div(0.3, rounding_mode="trunc") * a, (2, 3)),
+    c("sum.axis_dtype", lambda x: x.sum(axis=(0, 2), dtype=ember.float64), (2, 3, 2)),
+    c("getitem.int_between_tensors", lambda x: x[1, :, ember.tensor([0, 2], device=x.device), 0:2], (2, 3, 3, 4)),
 ]
 
 
@@ -194,6 +213,11 @@ CASES = [
 @pytest.mark.parametrize("checkpointing", [False, True], ids=["kept", "checkpointed"])
 @pytest.mark.parametrize("inner", [d for _, d in _inner_devices()], ids=[n for n, _ in _inner_devices()])
 def test_gradient_matches_finite_differences(inner, checkpointing, case):
+    check_gradient(inner, checkpointing, case)
+
+
+def check_gradient(inner, checkpointing, case):
+    """Autodiff(inner)'s gradient of every float input of ``case`` against finite differences."""
     dev = Autodiff(inner, checkpointing=checkpointing)
     inputs = _inputs(case, dev)
     leaves = [t if i in case.ints else t.requires_grad_() for i, t in enumerate(inputs)]

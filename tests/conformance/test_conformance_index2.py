@@ -61,8 +61,6 @@ def scatter_cases():
                       lambda np, x, i, s: np_scatter(np, x, 1, i, s, True), [x, I((3, 5), "i64", 0, 4), F((3, 5))], "f32", "composite"))
     specs.append(case("scatter_add.i64.2x3x2.d1", lambda x, i, s: x.scatter_add(1, i, s),
                       lambda np, x, i, s: np_scatter(np, x, 1, i, s, True), [I((2, 3, 2)), I((2, 4, 2), "i64", 0, 3), I((2, 4, 2))], "i64"))
-    specs.append(case("scatter_add.f32.src_cast", lambda x, i, s: x.scatter_add(0, i, s),
-                      lambda np, x, i, s: np_scatter(np, x, 0, i, s, True), [F((4,)), I((6,), "i64", 0, 4), I((6,), "i32")], "f32", "composite"))
     return specs
 
 

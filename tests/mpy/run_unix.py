@@ -27,38 +27,17 @@ import subprocess
 import sys
 import tempfile
 
+# the bootstrap and what a stage leaves out are the package's, which runs scripts the same way
+from ember.accel.deploy.micropython import BOOTSTRAP, SKIP
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-SKIP = ("__pycache__", "node_modules", ".venv", ".git", ".pytest_cache", "*.so", "*.pyd")
 # The smallest fixed heap the core suite passes in is 56 MB: its LeNet test (batch-4 inference, every
 # value a 16-byte boxed float on this 64-bit port) fails in the pure conv kernel at 48 MB against a
 # 4.8 MB live peak, as fragmentation does on a board. 64 MB leaves headroom; tests/mpy/README.md has
 # the measurements.
 DEFAULT_HEAP = "64m"
 SCALES = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-
-# Runs the target file as __main__ and awaits its `amain` if it defines one, like run.mjs's
-# bootstrap. SystemExit sets the exit status by itself on this port; an uncaught exception goes to
-# stderr (the port prints it to stdout) and exits 1, as with run.mjs.
-BOOTSTRAP = """\
-import asyncio
-import sys
-
-filename = sys.argv[1]
-del sys.argv[0]
-with open(filename) as f:
-    source = f.read()
-scope = {"__name__": "__main__", "__file__": filename}
-try:
-    exec(compile(source, filename, "exec"), scope)
-    if "amain" in scope:
-        asyncio.run(scope["amain"]())
-except SystemExit:
-    raise
-except BaseException as exc:
-    sys.print_exception(exc, sys.stderr)
-    sys.exit(1)
-"""
 
 
 class UsageError(Exception):

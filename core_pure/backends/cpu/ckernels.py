@@ -118,3 +118,38 @@ def device_class():
         raise ImportError(reason())
     from .cdevice import CpuC
     return CpuC
+
+
+def _built_file():
+    """The compiled module's file next to the package (``_ckernels.abi3.so``, ``.pyd``...), or None."""
+    import os
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for name in os.listdir(here):
+        if name.startswith("_ckernels.") and not name.endswith(".py"):
+            return os.path.join(here, name)
+    return None
+
+
+def warn_if_broken():
+    """On CPython: warn once when the C kernels ship with this ember but do not load, saying why
+    and how to fix it. A pure install (no compiled file) and ``EMBER_NO_C=1`` stay silent."""
+    import sys
+    if sys.implementation.name == "micropython" or _env("EMBER_NO_C") not in (None, "", "0"):
+        return
+    try:
+        path = _built_file()
+    except OSError:
+        return
+    if path is None or available():
+        return
+    why = reason()
+    fix = ("pip install cffi (the wheels with C kernels depend on it)" if "_cffi_backend" in why
+           else "reinstall ember for this Python and platform (pip install --force-reinstall ember), "
+                "or rebuild in a checkout with make venv")
+    try:  # CPython's; the audit of board imports wants every such import guarded
+        import warnings
+    except ImportError:
+        return
+    warnings.warn("ember: the C kernels (%s) are present but do not load: %s. ember.Cpu() runs pure "
+                  "Python, about 1000x slower on a large matmul. Fix: %s; EMBER_NO_C=1 silences this."
+                  % (path, why, fix), RuntimeWarning, stacklevel=3)

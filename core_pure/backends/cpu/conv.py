@@ -67,6 +67,8 @@ def _patches(planes, kernel, stride, dilation, ow, y0, y1):
 
 
 def conv(x, w, stride, padding, dilation, groups):
+    """The primitive ``conv``: ``x`` (N, C, *spatial) with ``w`` (O, C/groups, *kernel), no bias; ``padding`` a
+    (before, after) pair per dim."""
     shape = x.shape
     kernel, stride, padding, dilation = _as_2d(shape, w.shape[2:], stride, padding, dilation)
     n, c = shape[0], shape[1]
@@ -102,6 +104,8 @@ def conv(x, w, stride, padding, dilation, groups):
 
 
 def pool(op, x, kernel, stride, padding, dilation):
+    """The primitive ``pool``: ``op`` 'max' (pads are -inf) or 'avg' (pads count as 0) over windows of ``x`` (N, C,
+    *spatial)."""
     shape = x.shape
     kernel, stride, padding, dilation = _as_2d(shape, kernel, stride, padding, dilation)
     n, c = shape[0], shape[1]

@@ -64,16 +64,20 @@ class Cpu(Backend):
 
     # data in and out
     def from_list(self, flat, shape, dtype):
+        """The primitive ``from_list``: row-major Python numbers as an array of ``shape``, rounded to ``dtype``."""
         return CpuArray(storage.convert(flat, dtype), tuple(shape), dtype)
 
     def full(self, shape, value, dtype):
+        """The primitive ``full``: an array of ``shape`` holding ``value`` in ``dtype``."""
         return CpuArray(storage.repeat(storage.convert([value], dtype)[0], numel(shape), dtype), tuple(shape),
                         dtype)
 
     def to_list(self, a):
+        """The primitive ``to_list``: the values as a flat row-major list of Python numbers."""
         return list(values(a))
 
     def from_bytes(self, buf, shape, dtype):
+        """The primitive ``from_bytes``: little-endian values (safetensors' layout) as an array."""
         data = storage.from_raw(buf, dtype)
         if data is not None:
             return CpuArray(data, tuple(shape), dtype)
@@ -89,6 +93,7 @@ class Cpu(Backend):
         return CpuArray(storage.pack(flat, dtype), tuple(shape), dtype)
 
     def to_bytes(self, a):
+        """The primitive ``to_bytes``: the values little-endian, row-major (the inverse of ``from_bytes``)."""
         flat = values(a)
         dtype = a.dtype
         data = storage.raw(flat, dtype)

@@ -43,6 +43,8 @@ _TO_BOOL = {"isnan": S.isnan, "isinf": S.isinf, "logical_not": S.logical_not}
 
 
 def unary(op, a):
+    """The primitive ``unary``: ``op`` (``ember.ops.UNARY_OPS``) of every element; isnan, isinf, logical_not give
+    bool."""
     dtype = a.dtype
     if dtype.kind != "f" and op in _IDENTITY_ON_INT:
         return a
@@ -132,6 +134,7 @@ def _sides(av, bv, i, j):
 
 
 def binary(op, a, b):
+    """The primitive ``binary``: ``a op b`` (``BINARY_OPS``) of one shape and dtype, or one side a Python scalar."""
     av, bv, shape, dtype = _operands(a, b)
     out = dtypes.bool_ if op in _COMPARE else dtype
     return CpuArray(binary_data(op, dtype, av, bv, numel(shape)), shape, out)
@@ -165,6 +168,7 @@ def binary_data(op, dtype, av, bv, n):
 
 
 def where(cond, a, b):
+    """The primitive ``where``: ``a`` where the bool ``cond`` holds, else ``b`` (all of one shape)."""
     return CpuArray(where_data(a.dtype, values(cond), values(a), values(b)), a.shape, a.dtype)
 
 
@@ -176,6 +180,7 @@ def where_data(dtype, cv, av, bv):
 
 
 def cast(a, dtype):
+    """The primitive ``cast``: ``a`` in ``dtype`` (floats to ints truncate, nan and inf become 0)."""
     if a.dtype is dtype:
         return a
     av = values(a)

@@ -5,23 +5,28 @@ from .storage import CODES, build, copy_into, empty, pack
 
 
 def reshape(a, shape):
+    """The primitive ``reshape``: ``a`` in ``shape`` (same element count), a view when ``a`` is contiguous."""
     if a.strides is None:
         return CpuArray(a.data, shape, a.dtype)
     return CpuArray(values(a), shape, a.dtype)
 
 
 def permute(a, dims):
+    """The primitive ``permute``: a view of ``a`` with its dims reordered by ``dims``."""
     strides, offset = a.layout()
     return view(a, tuple(a.shape[d] for d in dims), tuple(strides[d] for d in dims), offset)
 
 
 def expand(a, shape):
+    """The primitive ``expand``: a view of ``a`` (same rank) whose size-1 dims grow to ``shape`` (stride 0)."""
     strides, offset = a.layout()
     new = tuple(0 if n != m else s for n, m, s in zip(a.shape, shape, strides))
     return view(a, tuple(shape), new, offset)
 
 
 def slice_(a, ranges):
+    """The primitive ``slice``: a view of the region ``ranges`` (one ``(start, stop, step)`` per dim; steps may be
+    negative)."""
     strides, offset = a.layout()
     shape, new = [], []
     for (start, stop, step), s in zip(ranges, strides):
@@ -44,6 +49,7 @@ def _region(shape, ranges):
 
 
 def slice_assign(a, ranges, value):
+    """The primitive ``slice_assign``: a new array, ``a`` with the region ``ranges`` replaced by ``value``."""
     out = _copy(a)
     for i, v in zip(_region(a.shape, ranges), values(value)):
         out[i] = v
@@ -59,6 +65,7 @@ def _copy(a):
 
 
 def cat(arrays, dim):
+    """The primitive ``cat``: ``arrays`` (one dtype, equal sizes but ``dim``) joined along ``dim``."""
     first = arrays[0]
     outer = numel(first.shape[:dim])
     inner = numel(first.shape[dim + 1:])
@@ -89,6 +96,8 @@ def _positions(x, dim, index, op):
 
 
 def gather(x, dim, index):
+    """The primitive ``gather``: ``x`` read along ``dim`` at the int64 ``index`` (same rank; the result has its
+    shape)."""
     xv = values(x)
     positions = _positions(x, dim, index, "gather")
     return CpuArray(build(x.dtype, len(positions), lambda i, j: [xv[p] for p in positions[i:j]]),
@@ -96,6 +105,8 @@ def gather(x, dim, index):
 
 
 def scatter(x, dim, index, src, mode):
+    """The primitive ``scatter``: a new array, ``x`` with ``src`` written (``mode`` 'set') or added ('add') at
+    ``index`` along ``dim``."""
     strides, offset = src.layout()
     sv = src.data
     picked = [sv[i] for i in flat_indices(index.shape, strides, offset)]

@@ -69,6 +69,8 @@ def folder(op, dtype):
 
 
 def reduce(op, a, dim):
+    """The primitive ``reduce``: ``op`` (``REDUCE_OPS``) over ``dim``, which stays with size 1; arg* give int64,
+    any/all bool."""
     seg = _segments(a, dim)
     dtype = a.dtype
     is_float = dtype.kind == "f"

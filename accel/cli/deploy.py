@@ -1,8 +1,5 @@
-"""The ``ember`` command line (``ember ...`` or ``python -m ember ...``)."""
+"""``ember deploy RECORD --board B --model FILE.py:Class --out DIR``: a MicroPython board bundle."""
 import argparse
-import sys
-
-from ember.errors import EmberError
 
 
 def _shape(text):
@@ -12,9 +9,7 @@ def _shape(text):
         raise argparse.ArgumentTypeError("expected sizes separated by commas, e.g. 1,8,8; found %r" % text)
 
 
-def _parser():
-    p = argparse.ArgumentParser(prog="ember", description="ember's command line")
-    sub = p.add_subparsers(dest="command", required=True)
+def add(sub):
     d = sub.add_parser("deploy", help="turn a model and its record into a MicroPython board bundle",
                        description="Write a bundle for a MicroPython board: the model definition and "
                                    "ember's deployment runtime as .mpy, the weights (int8 or float32), "
@@ -30,22 +25,12 @@ def _parser():
     d.add_argument("--input-shape", type=_shape, help="one input's shape without the batch, when no --data")
     d.add_argument("--check", action="store_true", help="run the bundle on MicroPython's unix port with "
                                                         "the board's heap; fail unless it fits and agrees")
-    return p
+    d.set_defaults(run=run)
+    return d
 
 
-def main(argv=None):
-    args = _parser().parse_args(argv)
-    if args.command == "deploy":
-        from ember.accel.deploy import deploy
-        try:
-            deploy(args.board, args.record, args.model, args.out, precision=args.precision,
-                   calibration=args.calibration, data=args.data, check=args.check, input_shape=args.input_shape)
-        except (EmberError, OSError) as e:
-            text = str(e)
-            print("ember " + text if text.startswith("deploy:") else "ember deploy: " + text, file=sys.stderr)
-            return 1
+def run(args):
+    from ember.accel.deploy import deploy
+    deploy(args.board, args.record, args.model, args.out, precision=args.precision,
+           calibration=args.calibration, data=args.data, check=args.check, input_shape=args.input_shape)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
