@@ -303,31 +303,45 @@ class LogSoftmaxConfig(Config):
 
 
 class SoftsignConfig(Config):
+    """Builds ``Softsign()``."""
+
     MODULE = Softsign
 
 
 class SELUConfig(Config):
+    """Builds ``SELU()``."""
+
     MODULE = SELU
 
 
 class ReLU6Config(Config):
+    """Builds ``ReLU6()``."""
+
     MODULE = ReLU6
 
 
 class LogSigmoidConfig(Config):
+    """Builds ``LogSigmoid()``."""
+
     MODULE = LogSigmoid
 
 
 class CELUConfig(Config):
+    """Builds ``CELU(alpha)``."""
+
     FIELDS = (("alpha", 1.0, "float"),)
     MODULE = CELU
 
 
 class HardtanhConfig(Config):
+    """Builds ``Hardtanh(min_val, max_val)``."""
+
     FIELDS = (("min_val", -1.0, "float"), ("max_val", 1.0, "float"))
     MODULE = Hardtanh
 
 
 class SoftminConfig(Config):
+    """Builds ``Softmin(dim)``."""
+
     FIELDS = (("dim", -1, "int"),)
     MODULE = Softmin
