@@ -98,14 +98,52 @@ def _accumulating(x):
     return x
 
 
+# elements of a narrower int tensor cast to int64 at once by a sum or prod (8 MiB of int64)
+ACCUMULATE_CHUNK = 1 << 20
+
+
+def _accumulate(op, x, dim, keepdim):
+    ds = _dims(dim, len(x.shape), op)
+    if x.dtype.kind == "f" or x.dtype is dtypes.int64 or x.numel() <= ACCUMULATE_CHUNK:
+        x = _accumulating(x)
+        return _reduce(op, x, ds, keepdim, x.dtype)
+    out = _chunked(op, x, ds, ACCUMULATE_CHUNK)
+    if not keepdim:
+        out = out.reshape(tuple(s for i, s in enumerate(out.shape) if i not in ds))
+    return out
+
+
+def _chunked(op, x, dims, chunk):
+    """``op`` over ``dims`` (kept, size 1) of an int or bool ``x``, casting at most ``chunk``
+    elements to int64 at a time: pieces along the first dim longer than 1, combined as they come."""
+    if x.numel() <= chunk:
+        x = _accumulating(x)
+        return _reduce(op, x, dims, True, x.dtype)
+    from .movement import cat, narrow
+    d = 0
+    while x.shape[d] == 1:
+        d += 1
+    k = max(chunk // numel(x.shape[d + 1:]), 1)
+    total, parts = None, []
+    for start in range(0, x.shape[d], k):
+        part = _chunked(op, narrow(x, d, start, min(k, x.shape[d] - start)), dims, chunk)
+        if d not in dims:
+            parts.append(part)
+        elif total is None:
+            total = part
+        else:
+            total = total + part if op == "sum" else total * part
+    return total if d in dims else cat(parts, d)
+
+
 def sum(x, dim=None, keepdim=False):
-    x = _accumulating(x)
-    return _reduce("sum", x, _dims(dim, len(x.shape), "sum"), keepdim, x.dtype)
+    """The sum; bool and integer tensors add in int64 (a narrower one a chunk at a time, so a sum
+    never holds an int64 copy of the whole tensor)."""
+    return _accumulate("sum", x, dim, keepdim)
 
 
 def prod(x, dim=None, keepdim=False):
-    x = _accumulating(x)
-    return _reduce("prod", x, _dims(dim, len(x.shape), "prod"), keepdim, x.dtype)
+    return _accumulate("prod", x, dim, keepdim)
 
 
 def mean(x, dim=None, keepdim=False):
