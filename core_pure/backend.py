@@ -43,6 +43,10 @@ class Backend:
         from .capacity import host_free_bytes
         return host_free_bytes()
 
+    def capacity_source(self):
+        """What ``capacity()`` measures, for an ``OutOfMemoryError``'s message."""
+        return "%r (the host's free memory)" % (self,)
+
     def random(self, kind, shape, dtype, generator, params):
         """Random draws of ``kind`` (``ember.rng.KINDS``: uniform (low, high), normal (mean, std),
         randint (low, high), bernoulli (p,): True with probability p) from ``generator`` (an
@@ -120,6 +124,9 @@ class Decorator(Backend):
 
     def capacity(self):
         return self.inner.capacity()
+
+    def capacity_source(self):
+        return self.inner.capacity_source()
 
     def random(self, kind, shape, dtype, generator, params):
         """The inner device's draws, wrapped: a leaf (no gradient flows to a random draw)."""

@@ -5,6 +5,7 @@ filling lists for minutes until the interpreter's ``MemoryError`` or the kernel'
 The check is an estimate (docs/architecture.md §6): the result's bytes against ``device.capacity()``,
 plus, for ops that first build a Python list on the host, that list against the host's free memory.
 """
+import gc
 import sys
 
 from .errors import OutOfMemoryError
@@ -12,8 +13,8 @@ from .errors import OutOfMemoryError
 _MICRO = sys.implementation.name == "micropython"
 # where the host does not say what it has free: a limit no real request reaches (1 TiB)
 UNKNOWN_LIMIT = 1 << 40
-# below this many bytes a CPython request is not checked (reading /proc costs microseconds)
-CHECKED_FROM = 1 << 20
+# below this many bytes a request is not checked (on CPython reading /proc costs microseconds)
+CHECKED_FROM = 1 << 20 if not _MICRO else 1 << 10
 # a host list's cost per element beyond the result: a slot and a boxed number (64-bit CPython; a
 # board's pointers are 4 bytes and its floats 16)
 LIST_BYTES = 32 if not _MICRO else 20
@@ -68,7 +69,6 @@ def _address_space_room():
 
 
 def _micro_free():
-    import gc
     if not hasattr(gc, "mem_free"):
         return UNKNOWN_LIMIT
     if sys.platform == "webassembly":
@@ -101,13 +101,12 @@ def _refuse(op, what, need, where, room):
 
 
 def _short_of(need, room_fn):
-    if need < CHECKED_FROM and not _MICRO:
+    if need < CHECKED_FROM:
         return None
     room = room_fn()
     if need <= room:
         return None
     if _MICRO:  # garbage may hold what the request needs
-        import gc
         gc.collect()
         room = room_fn()
         if need <= room:
@@ -121,7 +120,7 @@ def reserve(device, n, dtype, op, host_list=False):
     need = n * dtype.itemsize
     room = _short_of(need, device.capacity)
     if room is not None:
-        _refuse(op, "%d elements of %s" % (n, dtype.name), need, repr(device), room)
+        _refuse(op, "%d elements of %s" % (n, dtype.name), need, device.capacity_source(), room)
     if host_list:
         need = n * LIST_BYTES
         room = _short_of(need, host_free_bytes)
