@@ -88,9 +88,11 @@ def write_record(folder, dtype, mb):
 
 def main():
     mb = int(sys.argv[sys.argv.index("--mb") + 1]) if "--mb" in sys.argv else 100
+    summary = {"mb": mb, "int8_sum_peak_mb": {}, "record_peak_vs_file": {}}
     print("int8 sum of %d MB on the Cpu (peak RSS above the tensor, MB):" % mb)
     for case in ("sum-chunked", "sum-whole", "sum-torch"):
         r = child(case, mb)
+        summary["int8_sum_peak_mb"][case] = round(r["peak_mb"], 1)
         print("  %-12s %8.1f MB  %6.3f s  (sum %s)" % (case, r["peak_mb"], r["seconds"], r["result"]))
     rec_mb = max(mb // 10, 1)
     print("record.read of a %d MB file into the Cpu (peak RSS during the read / file size):" % rec_mb)
@@ -100,8 +102,10 @@ def main():
             size = os.path.getsize(path) / 1e6
             for case in ("read-%s" % dtype, "read-torch-%s" % dtype):
                 r = child(case, rec_mb, path)
+                summary["record_peak_vs_file"][case] = round(r["peak_mb"] / size, 1)
                 print("  %-20s %8.1f MB  %5.1fx the file  %6.3f s" % (case, r["peak_mb"], r["peak_mb"] / size,
                                                                    r["seconds"]))
+    print(json.dumps(summary, sort_keys=True))
 
 
 if __name__ == "__main__":

@@ -40,7 +40,11 @@ def tensor(data, dtype=None, device=None, shape=None):
                                 "found %s" % type(data).__name__)
     dt = dtypes.get(dtype, "tensor") if dtype is not None else _infer(flat)
     dtypes.check_ints(flat, dt, "tensor")
-    return Tensor(dev.from_list(flat, shp, dt), shp, dt, dev)
+    try:
+        data = dev.from_list(flat, shp, dt)
+    except OverflowError:  # an int beyond any float, for a float dtype
+        data = dev.from_list([dtypes.int_as_float(v) if type(v) is int else v for v in flat], shp, dt)
+    return Tensor(data, shp, dt, dev)
 
 
 def _array_dtype(data, flat):
@@ -116,6 +120,8 @@ def _full(shape, value, dtype, device, op):
         raise ArgumentTypeError("%s: expected a bool, int or float fill value, found %s" % (op, type(value).__name__))
     dt = dtypes.get(dtype, op) if dtype is not None else dtypes.of_value(value)
     dtypes.check_int(value, dt, op)
+    if type(value) is int and dt.kind == "f":
+        value = dtypes.int_as_float(value)
     reserve(dev, numel(shape), dt, op)
     return Tensor(dev.full(shape, value, dt), shape, dt, dev)
 

@@ -128,6 +128,14 @@ def check_int(value, dtype, op):
     return value
 
 
+def int_as_float(value):
+    """A Python int as a float: ±inf beyond the host float's range (§3: a float dtype rounds it)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return float("inf") if value > 0 else float("-inf")
+
+
 def check_ints(values, dtype, op):
     """``check_int`` for every Python int of the list ``values`` (one pass of min and max when all fit)."""
     if dtype.kind != "i" or not values:

@@ -52,7 +52,7 @@ def _scalar_as(value, dtype, op):
                 return array("f", (value,))[0]  # the scalar takes the tensor's precision
             return dtypes.round_values([value], dtype)[0]
         except OverflowError:  # an int too large for any float
-            return _scalar_as(float("inf") if value > 0 else float("-inf"), dtype, op)
+            return _scalar_as(dtypes.int_as_float(value), dtype, op)
     if dtype.kind == "i":
         if type(value) is int and (value < dtype.lo or value > dtype.hi):
             dtypes.check_int(value, dtype, op)

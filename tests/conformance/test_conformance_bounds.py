@@ -186,6 +186,10 @@ INT_CASES = [
                                         ember.float32)),
     Case("int.float.beyond_any_float", _exact(lambda d: ember.tensor([1.0], device=d) * -10 ** 400,
                                               [float("-inf")], ember.float32)),
+    Case("int.float.tensor_beyond_any_float", _exact(lambda d: ember.tensor([1, -10 ** 400], dtype=ember.float32,
+                                                                            device=d), [1.0, float("-inf")])),
+    Case("int.float.full_beyond_any_float", _exact(lambda d: ember.full((2,), 10 ** 400, dtype=ember.float64,
+                                                                        device=d), [float("inf")] * 2)),
     Case("int.float.f64", _exact(lambda d: ember.tensor([0.0], dtype=ember.float64, device=d) + 2 ** 63,
                                  [9.223372036854775808e18], ember.float64)),
 ]
