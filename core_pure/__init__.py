@@ -13,7 +13,7 @@ from .backends.cpu import Cpu
 from .device import default_device, set_default_device
 from .rng import Generator, seed
 from .creation import (tensor, zeros, ones, full, zeros_like, ones_like, full_like, empty, empty_like,
-                       arange, linspace, eye, rand, randn, randint, random)
+                       arange, linspace, eye, rand, randn, randint, random, multinomial)
 from .distributions import Distribution, Uniform, Normal, Bernoulli
 from .elementwise import where, clamp, isfinite
 from .movement import cat, stack, flip, roll, split, chunk, narrow, tril, triu
@@ -24,3 +24,16 @@ from .linalg import matmul
 bool = bool_  # noqa: A001  (ember.bool reads like torch.bool; the builtin stays reachable as builtins.bool)
 
 __version__ = "0.1.0"
+
+# names that load a layer above the core on first use (PEP 562; MicroPython 1.27+ has it too):
+# on CPython they come from ember.accel, on a board no_grad is a context manager that changes nothing
+_LAZY = ("no_grad", "from_numpy", "as_tensor")
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError("module 'ember' has no attribute %r" % (name,))
+    from . import lazy
+    value = getattr(lazy, name)
+    globals()[name] = value  # later reads skip this function
+    return value

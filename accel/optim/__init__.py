@@ -15,8 +15,8 @@ tensors (same id, same device) at each step and are never touched by backward.
 """
 from .grads import GradientsParams, track
 from .optimizer import Optimizer
-from .optimizers import SGD, Adam, AdamW, RMSprop, Adagrad
+from .optimizers import SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta
 from . import lr
 from . import fused_c  # noqa: F401  (the C Cpu's fused updates, where the kernels load)
 
-__all__ = ["GradientsParams", "track", "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr"]
+__all__ = ["GradientsParams", "track", "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "lr"]
