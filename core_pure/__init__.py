@@ -20,20 +20,9 @@ from .movement import cat, stack, flip, roll, split, chunk, narrow, tril, triu
 from .indexing import gather, scatter, index_select, masked_fill, masked_select, nonzero, take
 from .reduction import sort, argsort, topk, unique, cumsum, cumprod, logsumexp
 from .linalg import matmul
+from .convenience import no_grad, from_numpy, as_tensor
 
 bool = bool_  # noqa: A001  (ember.bool reads like torch.bool; the builtin stays reachable as builtins.bool)
 
 __version__ = "0.1.0"
 
-# names that load a layer above the core on first use (PEP 562; MicroPython 1.27+ has it too):
-# on CPython they come from ember.accel, on a board no_grad is a context manager that changes nothing
-_LAZY = ("no_grad", "from_numpy", "as_tensor")
-
-
-def __getattr__(name):
-    if name not in _LAZY:
-        raise AttributeError("module 'ember' has no attribute %r" % (name,))
-    from . import lazy
-    value = getattr(lazy, name)
-    globals()[name] = value  # later reads skip this function
-    return value

@@ -32,7 +32,6 @@ _FAMILIES = (
     ("recurrent", "GRU LSTM"),
     ("transformer", "TransformerEncoder TransformerEncoderLayer"),
 )
-_SUBMODULES = ("functional", "init", "layers")
 
 
 def _family(name):
@@ -45,18 +44,21 @@ def _family(name):
 
 
 def __getattr__(name):
-    if not ("A" <= name[:1] <= "Z" or name in _SUBMODULES):
-        # (a submodule not yet imported must look absent: `from . import checks` then imports it)
-        raise AttributeError("module 'ember.nn' has no attribute %r" % (name,))
-    if name in _SUBMODULES:
-        module = __import__("ember.nn." + name, None, None, ["*"])
-        globals()[name] = module
-        return module
-    family = _family(name) or "layers"
-    module = __import__("ember.nn." + family, None, None, [name])
-    try:
-        value = getattr(module, name)
-    except AttributeError:
-        raise AttributeError("module 'ember.nn' has no attribute %r" % (name,))
+    if "A" <= name[:1] <= "Z":
+        family = _family(name) or "layers"
+        module = __import__("ember.nn." + family, None, None, [name])
+        try:
+            value = getattr(module, name)
+        except AttributeError:
+            raise AttributeError("module 'ember.nn' has no attribute %r" % (name,))
+    else:
+        # a submodule not imported yet (``nn.functional``, and ``from . import checks`` inside
+        # ember.nn, which MicroPython resolves through this function)
+        try:
+            if name[:2] == "__":
+                raise ImportError(name)
+            value = __import__("ember.nn." + name, None, None, ["*"])
+        except ImportError:
+            raise AttributeError("module 'ember.nn' has no attribute %r" % (name,))
     globals()[name] = value  # later reads skip this function
     return value

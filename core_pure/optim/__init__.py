@@ -23,8 +23,7 @@ def __getattr__(name):
     if name[:1] == "_":
         raise AttributeError("module 'ember.optim' has no attribute %r" % (name,))
     if name == "lr_scheduler":
-        from . import lr_scheduler
-        value = lr_scheduler
+        value = __import__("ember.optim.lr_scheduler", None, None, ["StepLR"])
     else:
         value = _accel("optim", name, "ember.optim")
     globals()[name] = value  # later reads skip this function
