@@ -215,7 +215,9 @@ class Adadelta(Optimizer):
         out = [None] * len(xs)
         for idx in _cohorts(xs):
             x0 = xs[idx[0]]
-            _, (neg_lr, rho, one_minus_rho, eps, wd) = self._hyper(group, x0.device, x0.dtype)
+            _, h = self._hyper(group, x0.device, x0.dtype)
+            # read by index: in a captured step h[0] (the rate) is a tensor each replay refills
+            neg_lr, rho, one_minus_rho, eps, wd = h[0], h[1], h[2], h[3], h[4]
             for i in idx:
                 x, g, state = xs[i], gs[i], states[i]
                 if state.get("square_avg") is None:
