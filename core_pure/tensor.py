@@ -162,7 +162,8 @@ class Tensor:
         Into or out of decorators over this tensor's device (``t.to(Autodiff(t.device))``) it wraps
         or unwraps level by level, without a copy.
         """
-        if dtype is not None or device is not None or copy or target is None or type(target) in (str, Tensor):
+        if dtype is not None or device is not None or copy or target is None or type(target) is Tensor or \
+                _is_device_name(target):
             return _to_spec(self, target, dtype, device, copy)
         if isinstance(target, Backend):
             dev = self.device
@@ -656,6 +657,14 @@ def grad_node(t):
 
 
 
+def _is_device_name(target):
+    """A string that names a device ("cpu", "cuda:0"); any other string is read as a dtype name."""
+    if type(target) is not str:
+        return False
+    from .device import NAMES
+    return target.lower().partition(":")[0] in NAMES
+
+
 def _to_spec(t, target, dtype, device, copy):
     """``Tensor.to`` with keywords, a device name or another tensor (PyTorch's three forms)."""
     from .errors import ArgumentError
@@ -663,7 +672,7 @@ def _to_spec(t, target, dtype, device, copy):
         if dtype is not None or device is not None:
             raise ArgumentError("to: give another tensor or device=/dtype=, not both")
         device, dtype = target.device, target.dtype
-    elif type(target) is str or isinstance(target, Backend):
+    elif _is_device_name(target) or isinstance(target, Backend):
         if device is not None:
             raise ArgumentError("to: the device is given twice (%r and device=%r)" % (target, device))
         device = target

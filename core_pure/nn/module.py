@@ -469,7 +469,8 @@ class Module:
         this module in place (ids kept) and returns it."""
         from ..backend import Backend
         from ..device import resolve
-        if type(target) is str or isinstance(target, Backend):
+        from ..tensor import _is_device_name
+        if isinstance(target, Backend) or (type(target) is str and _is_device_name(target)):
             device = target
         elif target is not None:
             dtype = target

@@ -170,7 +170,10 @@ def test_tensor_to_in_pytorchs_three_forms(device):
     assert_equal(z, [1, -2])
     assert_true(ember.zeros(2, device="cpu").device == ember.Cpu())
     with raises(ember.DeviceError, "no ember device is named 'mps'"):
+        ember.zeros(2, device="mps")
+    with raises(ember.DTypeError, "'mps'"):  # to() reads a string that names no device as a dtype
         x.to("mps")
+    assert_true(x.to("float64").dtype is ember.float64)
     with raises(ember.DeviceError, "cuda:1"):
         x.to("cuda:1")
     with raises(ember.ArgumentError, "dtype is given twice"):
