@@ -303,3 +303,57 @@ def _floats(flat, shape, dtype, device, op):
         raise DTypeError("%s: expected a float dtype, found %s" % (op, dt.name))
     dev = resolve(device, op)
     return Tensor(dev.from_list(flat, shape, dt), shape, dt, dev)
+
+
+def multinomial(input, num_samples, replacement=False, generator=None):
+    """Indices drawn from the categories of each row of ``input`` (1-D or 2-D weights, >= 0, not
+    all zero), ``num_samples`` per row, int64, as ``torch.multinomial``; without replacement each
+    category at most once. Draws uniforms from ``generator`` (ember's default when None), on the
+    host; ``num_samples`` of them per row.
+
+    >>> ember.multinomial(ember.tensor([0.1, 0.0, 0.9]), 4, replacement=True)
+    """
+    op = "multinomial"
+    if type(input) is not Tensor:
+        raise ArgumentTypeError("%s: expected a Tensor of weights, found %s" % (op, type(input).__name__))
+    if input.ndim not in (1, 2):
+        raise ArgumentError("%s: expected 1-D or 2-D weights, found shape %s" % (op, input.shape))
+    if input.dtype.kind != "f":
+        raise ArgumentError("%s: expected float weights, found %s" % (op, input.dtype.name))
+    if type(num_samples) is not int or num_samples < 1:
+        raise ArgumentError("%s: num_samples must be an int >= 1, found %r" % (op, num_samples))
+    rows = input.tolist() if input.ndim == 2 else [input.tolist()]
+    n = len(rows[0])
+    if not replacement and num_samples > n:
+        raise ArgumentError("%s: cannot draw %d samples from %d categories without replacement"
+                            % (op, num_samples, n))
+    gen = _generator(generator, op)
+    out = []
+    for r, w in enumerate(rows):
+        total = 0.0
+        for v in w:
+            if not v >= 0.0 or v == float("inf"):
+                raise ArgumentError("%s: weights must be finite and >= 0, found %r in row %d" % (op, v, r))
+            total += v
+        if total <= 0.0:
+            raise ArgumentError("%s: the weights of row %d sum to 0" % (op, r))
+        w = list(w)
+        u = gen.draw("uniform", num_samples, (0.0, 1.0))
+        for k in range(num_samples):
+            if total <= 0.0:
+                raise ArgumentError("%s: row %d has fewer than %d categories with weight > 0, needed "
+                                    "without replacement" % (op, r, num_samples))
+            target = u[k] * total
+            acc, pick = 0.0, -1
+            for i in range(n):
+                if w[i] > 0.0:
+                    acc += w[i]
+                    pick = i
+                    if target < acc:
+                        break
+            out.append(pick)
+            if not replacement:
+                total -= w[pick]
+                w[pick] = 0.0
+    shape = (len(rows), num_samples) if input.ndim == 2 else (num_samples,)
+    return tensor(out, dtype=dtypes.int64, device=input.device).reshape(shape)
