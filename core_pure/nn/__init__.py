@@ -19,7 +19,7 @@ _FAMILIES = (
     ("activation", "ELU GELU Hardsigmoid Hardswish LeakyReLU LogSoftmax Mish ReLU SiLU Sigmoid Softmax "
                    "Softplus Tanh"),
     ("attention", "MultiHeadAttention MultiheadAttention"),
-    ("conv", "Conv1d Conv2d ConvTranspose2d"),
+    ("conv", "Conv1d Conv2d Conv3d ConvTranspose2d ConvTranspose3d"),
     ("dropout", "Dropout Dropout1d Dropout2d Dropout3d"),
     ("embedding", "Embedding"),
     ("flatten", "Flatten Identity"),
@@ -27,7 +27,7 @@ _FAMILIES = (
     ("loss", "CrossEntropyLoss NLLLoss MSELoss L1Loss BCELoss BCEWithLogitsLoss HuberLoss SmoothL1Loss "
              "KLDivLoss"),
     ("norm", "BatchNorm1d BatchNorm2d GroupNorm LayerNorm RMSNorm"),
-    ("pool", "AdaptiveAvgPool2d AvgPool1d AvgPool2d MaxPool1d MaxPool2d"),
+    ("pool", "AdaptiveAvgPool2d AvgPool1d AvgPool2d AvgPool3d MaxPool1d MaxPool2d MaxPool3d MaxUnpool2d"),
     ("positional", "PositionalEncoding RotaryEncoding"),
     ("recurrent", "GRU LSTM"),
     ("transformer", "TransformerEncoder TransformerEncoderLayer"),

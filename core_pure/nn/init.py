@@ -193,36 +193,45 @@ def _refill(t, op, make):
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
+    """PyTorch's in-place spelling: the parameter behind ``tensor`` gets a new value of values drawn from N(mean, std²); returns it."""
     return _refill(tensor, "normal_", lambda s: normal(s, mean, std, generator))
 
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
+    """PyTorch's in-place spelling: the parameter behind ``tensor`` gets a new value of values drawn from U(a, b); returns it."""
     return _refill(tensor, "uniform_", lambda s: uniform(s, a, b, generator))
 
 
 def constant_(tensor, val):
+    """PyTorch's in-place spelling: the parameter behind ``tensor`` gets a new value of ``val`` everywhere; returns it."""
     return _refill(tensor, "constant_", lambda s: constant(s, val))
 
 
 def zeros_(tensor):
+    """PyTorch's in-place spelling: the parameter behind ``tensor`` gets a new value of zeros; returns it."""
     return _refill(tensor, "zeros_", lambda s: zeros(s))
 
 
 def ones_(tensor):
+    """PyTorch's in-place spelling: the parameter behind ``tensor`` gets a new value of ones; returns it."""
     return _refill(tensor, "ones_", lambda s: ones(s))
 
 
 def xavier_uniform_(tensor, gain=1.0, generator=None):
+    """PyTorch's in-place spelling: the parameter behind ``tensor`` gets a new value of Glorot's uniform draw; returns it."""
     return _refill(tensor, "xavier_uniform_", lambda s: xavier_uniform(s, gain, generator))
 
 
 def xavier_normal_(tensor, gain=1.0, generator=None):
+    """PyTorch's in-place spelling: the parameter behind ``tensor`` gets a new value of Glorot's normal draw; returns it."""
     return _refill(tensor, "xavier_normal_", lambda s: xavier_normal(s, gain, generator))
 
 
 def kaiming_uniform_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    """PyTorch's in-place spelling: the parameter behind ``tensor`` gets a new value of He's uniform draw; returns it."""
     return _refill(tensor, "kaiming_uniform_", lambda s: kaiming_uniform(s, a, mode, nonlinearity, generator))
 
 
 def kaiming_normal_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    """PyTorch's in-place spelling: the parameter behind ``tensor`` gets a new value of He's normal draw; returns it."""
     return _refill(tensor, "kaiming_normal_", lambda s: kaiming_normal(s, a, mode, nonlinearity, generator))

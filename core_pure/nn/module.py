@@ -98,9 +98,11 @@ class Param:
 
     @property
     def ndim(self):
+        """The value's number of dims."""
         return len(self.value.shape)
 
     def dim(self):
+        """The value's number of dims."""
         return len(self.value.shape)
 
     def numel(self):
