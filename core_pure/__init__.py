@@ -15,7 +15,7 @@ from .backends.cpu import Cpu
 from .device import default_device, set_default_device
 from .rng import Generator, seed
 from .creation import (tensor, zeros, ones, full, zeros_like, ones_like, full_like, empty, empty_like,
-                       arange, linspace, eye, rand, randn, randint, random)
+                       arange, linspace, eye, rand, randn, randint, random, multinomial)
 from .distributions import Distribution, Uniform, Normal, Bernoulli
 from .elementwise import where, clamp, isfinite
 from .movement import cat, stack, flip, roll, split, chunk, narrow, tril, triu
@@ -41,6 +41,7 @@ def scatter_reduce(input, dim, index, src, reduce, include_self=True):
     from .scatter_reduction import scatter_reduce as run
     return run(input, dim, index, src, reduce, include_self)
 
+from .convenience import no_grad, from_numpy, as_tensor
 
 bool = bool_  # noqa: A001  (ember.bool reads like torch.bool; the builtin stays reachable as builtins.bool)
 # PyTorch's other dtype aliases (torch.float is float32, ...); the builtins stay reachable as builtins.X

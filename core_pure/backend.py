@@ -37,6 +37,17 @@ class Backend:
     def __repr__(self):
         return self.name + "()"
 
+    def capacity(self):
+        """Bytes a new array may take on this device now (an estimate the creation ops check a
+        request against before they build it). This default is the host's free memory
+        (``ember.capacity.host_free_bytes``); a device with memory of its own overrides it."""
+        from .capacity import host_free_bytes
+        return host_free_bytes()
+
+    def capacity_source(self):
+        """What ``capacity()`` measures, for an ``OutOfMemoryError``'s message."""
+        return "%r (the host's free memory)" % (self,)
+
     def random(self, kind, shape, dtype, generator, params):
         """Random draws of ``kind`` (``ember.rng.KINDS``: uniform (low, high), normal (mean, std),
         randint (low, high), bernoulli (p,): True with probability p) from ``generator`` (an
@@ -112,6 +123,12 @@ class Decorator(Backend):
     def unwrap(self, a):
         """The inner array this device's array ``a`` stands for (no copy)."""
         raise NotImplementedError
+
+    def capacity(self):
+        return self.inner.capacity()
+
+    def capacity_source(self):
+        return self.inner.capacity_source()
 
     def random(self, kind, shape, dtype, generator, params):
         """The inner device's draws, wrapped: a leaf (no gradient flows to a random draw)."""

@@ -2,6 +2,7 @@
 import math
 
 from . import dtypes, rng
+from .capacity import reserve
 from .device import resolve
 from .errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
 from .shapes import numel, size_args
@@ -38,7 +39,12 @@ def tensor(data, dtype=None, device=None, shape=None):
         raise ArgumentTypeError("tensor: expected nested lists, a scalar, an array.array, bytes or a tensor; "
                                 "found %s" % type(data).__name__)
     dt = dtypes.get(dtype, "tensor") if dtype is not None else _infer(flat)
-    return Tensor(dev.from_list(flat, shp, dt), shp, dt, dev)
+    dtypes.check_ints(flat, dt, "tensor")
+    try:
+        data = dev.from_list(flat, shp, dt)
+    except OverflowError:  # an int beyond any float, for a float dtype
+        data = dev.from_list([dtypes.int_as_float(v) if type(v) is int else v for v in flat], shp, dt)
+    return Tensor(data, shp, dt, dev)
 
 
 def _array_dtype(data, flat):
@@ -113,6 +119,10 @@ def _full(shape, value, dtype, device, op):
     if dtypes.scalar_kind(value) is None:
         raise ArgumentTypeError("%s: expected a bool, int or float fill value, found %s" % (op, type(value).__name__))
     dt = dtypes.get(dtype, op) if dtype is not None else dtypes.of_value(value)
+    dtypes.check_int(value, dt, op)
+    if type(value) is int and dt.kind == "f":
+        value = dtypes.int_as_float(value)
+    reserve(dev, numel(shape), dt, op)
     return Tensor(dev.full(shape, value, dt), shape, dt, dev)
 
 
@@ -164,6 +174,10 @@ def arange(start, end=None, step=1, dtype=None, device=None):
         dtype = dtypes.default_int if all_int else dtypes.default_float
     dt = dtypes.get(dtype, "arange")
     dev = resolve(device, "arange")
+    if n and all_int:
+        dtypes.check_int(start, dt, "arange")
+        dtypes.check_int(start + (n - 1) * step, dt, "arange")
+    reserve(dev, n, dt, "arange", host_list=True)
     flat = [start + i * step for i in range(n)]
     return Tensor(dev.from_list(flat, (n,), dt), (n,), dt, dev)
 
@@ -198,7 +212,15 @@ def draw(kind, shape, params, generator, dtype, device, op):
         if dt.kind != "f":
             raise DTypeError("%s: expected a float dtype, found %s" % (op, dt.name))
     dev = resolve(device, op)
+    reserve(dev, numel(shape), dt, op, host_list=_draws_on_host(dev))
     return Tensor(dev.random(kind, shape, dt, g, params), shape, dt, dev)
+
+
+def _draws_on_host(dev):
+    # the default ``Backend.random`` fills a host list before the device stores it
+    from .backend import Backend, Decorator
+    base = dev.base() if isinstance(dev, Decorator) else dev
+    return type(base).random is Backend.random
 
 
 def empty(*size, dtype=None, device=None):
@@ -215,6 +237,13 @@ def linspace(start, end, steps, dtype=None, device=None):
     """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
     if type(steps) is not int or steps < 0:
         raise ArgumentError("linspace: steps must be an int >= 0, found %r" % (steps,))
+    dt = dtypes.get(dtype, "linspace") if dtype is not None else dtypes.default_float
+    if dt is dtypes.bool_:
+        raise DTypeError("linspace: expected a numeric dtype, found bool")
+    dev = resolve(device, "linspace")
+    dtypes.check_int(start, dt, "linspace")
+    dtypes.check_int(end, dt, "linspace")
+    reserve(dev, steps, dt, "linspace", host_list=True)
     if steps == 1:
         flat = [start]
     else:
@@ -222,10 +251,6 @@ def linspace(start, end, steps, dtype=None, device=None):
         half = steps // 2
         # from both ends toward the middle, as torch does, so the last value is exactly ``end``
         flat = [start + i * step if i < half else end - (steps - 1 - i) * step for i in range(steps)]
-    dt = dtypes.get(dtype, "linspace") if dtype is not None else dtypes.default_float
-    if dt is dtypes.bool_:
-        raise DTypeError("linspace: expected a numeric dtype, found bool")
-    dev = resolve(device, "linspace")
     return Tensor(dev.from_list(flat, (steps,), dt), (steps,), dt, dev)
 
 
@@ -233,9 +258,10 @@ def eye(n, m=None, dtype=None, device=None):
     """The n x m identity (ones on the diagonal)."""
     m = n if m is None else m
     shape = size_args((n, m), "eye")
-    flat = [1 if i == j else 0 for i in range(n) for j in range(m)]
     dt = dtypes.get(dtype, "eye") if dtype is not None else dtypes.default_float
     dev = resolve(device, "eye")
+    reserve(dev, n * m, dt, "eye", host_list=True)
+    flat = [1 if i == j else 0 for i in range(n) for j in range(m)]
     return Tensor(dev.from_list(flat, shape, dt), shape, dt, dev)
 
 
@@ -246,6 +272,9 @@ def randint(low, high=None, size=(), generator=None, dtype=None, device=None):
     shape = size_args((size,), "randint")
     if type(low) is not int or type(high) is not int or low >= high:
         raise ArgumentError("randint: expected int low < high, found %r and %r" % (low, high))
+    dt = dtypes.get(dtype, "randint") if dtype is not None else dtypes.default_int
+    dtypes.check_int(low, dt, "randint")
+    dtypes.check_int(high - 1, dt, "randint")
     return draw("randint", shape, (low, high), generator, dtype, device, "randint")
 
 
@@ -263,6 +292,8 @@ def random(shape, distribution=None, generator=None, dtype=None, device=None):
     if distribution.kind is not None:
         return draw(distribution.kind, shape, distribution.params, generator, dtype, device, "random")
     g = _generator(generator, "random")
+    reserve(resolve(device, "random"), numel(shape), dtypes.get(dtype or dtypes.default_float, "random"), "random",
+            host_list=True)
     return _floats(distribution.sample(g, numel(shape)), shape, dtype, device, "random")
 
 
@@ -272,3 +303,57 @@ def _floats(flat, shape, dtype, device, op):
         raise DTypeError("%s: expected a float dtype, found %s" % (op, dt.name))
     dev = resolve(device, op)
     return Tensor(dev.from_list(flat, shape, dt), shape, dt, dev)
+
+
+def multinomial(input, num_samples, replacement=False, generator=None):
+    """Indices drawn from the categories of each row of ``input`` (1-D or 2-D weights, >= 0, not
+    all zero), ``num_samples`` per row, int64, as ``torch.multinomial``; without replacement each
+    category at most once. Draws uniforms from ``generator`` (ember's default when None), on the
+    host; ``num_samples`` of them per row.
+
+    >>> ember.multinomial(ember.tensor([0.1, 0.0, 0.9]), 4, replacement=True)
+    """
+    op = "multinomial"
+    if type(input) is not Tensor:
+        raise ArgumentTypeError("%s: expected a Tensor of weights, found %s" % (op, type(input).__name__))
+    if input.ndim not in (1, 2):
+        raise ArgumentError("%s: expected 1-D or 2-D weights, found shape %s" % (op, input.shape))
+    if input.dtype.kind != "f":
+        raise ArgumentError("%s: expected float weights, found %s" % (op, input.dtype.name))
+    if type(num_samples) is not int or num_samples < 1:
+        raise ArgumentError("%s: num_samples must be an int >= 1, found %r" % (op, num_samples))
+    rows = input.tolist() if input.ndim == 2 else [input.tolist()]
+    n = len(rows[0])
+    if not replacement and num_samples > n:
+        raise ArgumentError("%s: cannot draw %d samples from %d categories without replacement"
+                            % (op, num_samples, n))
+    gen = _generator(generator, op)
+    out = []
+    for r, w in enumerate(rows):
+        total = 0.0
+        for v in w:
+            if not v >= 0.0 or v == float("inf"):
+                raise ArgumentError("%s: weights must be finite and >= 0, found %r in row %d" % (op, v, r))
+            total += v
+        if total <= 0.0:
+            raise ArgumentError("%s: the weights of row %d sum to 0" % (op, r))
+        w = list(w)
+        u = gen.draw("uniform", num_samples, (0.0, 1.0))
+        for k in range(num_samples):
+            if total <= 0.0:
+                raise ArgumentError("%s: row %d has fewer than %d categories with weight > 0, needed "
+                                    "without replacement" % (op, r, num_samples))
+            target = u[k] * total
+            acc, pick = 0.0, -1
+            for i in range(n):
+                if w[i] > 0.0:
+                    acc += w[i]
+                    pick = i
+                    if target < acc:
+                        break
+            out.append(pick)
+            if not replacement:
+                total -= w[pick]
+                w[pick] = 0.0
+    shape = (len(rows), num_samples) if input.ndim == 2 else (num_samples,)
+    return tensor(out, dtype=dtypes.int64, device=input.device).reshape(shape)

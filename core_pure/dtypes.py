@@ -6,7 +6,7 @@ A dtype is a small object with a ``kind`` (``"b"`` bool, ``"i"`` integer, ``"f"`
 import struct
 from array import array
 
-from .errors import DTypeError
+from .errors import ArgumentError, DTypeError
 
 
 class DType:
@@ -153,6 +153,36 @@ def of_value(value):
     if kind == "f":
         return default_float
     raise DTypeError("tensor: expected bool, int or float elements, found %s" % type(value).__name__)
+
+
+def check_int(value, dtype, op):
+    """``value`` when ``dtype`` is not an integer dtype or holds the Python int ``value``; else an
+    ``ArgumentError`` naming both (docs/architecture.md §3: Python ints never wrap)."""
+    if dtype.kind == "i" and type(value) is int and (value < dtype.lo or value > dtype.hi):
+        raise ArgumentError("%s: the Python int %d does not fit %s (expected %d..%d)"
+                            % (op, value, dtype.name, dtype.lo, dtype.hi))
+    return value
+
+
+def int_as_float(value):
+    """A Python int as a float: ±inf beyond the host float's range (§3: a float dtype rounds it)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return float("inf") if value > 0 else float("-inf")
+
+
+def check_ints(values, dtype, op):
+    """``check_int`` for every Python int of the list ``values`` (one pass of min and max when all fit)."""
+    if dtype.kind != "i" or not values:
+        return
+    try:
+        if min(values) >= dtype.lo and max(values) <= dtype.hi:
+            return
+    except TypeError:  # mixed types that do not compare: look at each
+        pass
+    for v in values:
+        check_int(v, dtype, op)
 
 
 # Rounding Python numbers into a dtype's value set. The Cpu backend stores each dtype's values as

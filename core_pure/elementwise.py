@@ -44,12 +44,19 @@ def _compute_dtype(op, dtype):
     return dtype
 
 
-def _scalar_as(value, dtype):
+def _scalar_as(value, dtype, op):
+    """A Python scalar as the dtype ``op`` computes in holds it (docs/architecture.md §3): a float
+    dtype rounds it (an int beyond the float range is ±inf), an integer dtype must hold an int."""
     if dtype.kind == "f":
-        if dtype is dtypes.float32:
-            return array("f", (value,))[0]  # the scalar takes the tensor's precision
-        return dtypes.round_values([value], dtype)[0]
+        try:
+            if dtype is dtypes.float32:
+                return array("f", (value,))[0]  # the scalar takes the tensor's precision
+            return dtypes.round_values([value], dtype)[0]
+        except OverflowError:  # an int too large for any float
+            return _scalar_as(dtypes.int_as_float(value), dtype, op)
     if dtype.kind == "i":
+        if type(value) is int and (value < dtype.lo or value > dtype.hi):
+            dtypes.check_int(value, dtype, op)
         return int(value)
     return bool(value)
 
@@ -74,12 +81,12 @@ def binary(op, a, b):
             # fast path: a tensor and a Python number that keeps its dtype (x * 0.5, i + 1)
             out = _SAME_DTYPE.get((op, dtype))
             if out is not None:
-                return Tensor(dev.binary(op, a._data, _scalar_as(b, dtype)), a.shape, out, dev)
+                return Tensor(dev.binary(op, a._data, _scalar_as(b, dtype, op)), a.shape, out, dev)
     elif type(b) is Tensor and ((type(a) is float and b.dtype.kind == "f") or (type(a) is int and b.dtype.kind != "b")):
         dtype = b.dtype
         out = _SAME_DTYPE.get((op, dtype))
         if out is not None:  # 1 - x, 2.0 * x
-            return Tensor(b.device.binary(op, _scalar_as(a, dtype), b._data), b.shape, out, b.device)
+            return Tensor(b.device.binary(op, _scalar_as(a, dtype, op), b._data), b.shape, out, b.device)
     return _binary(op, a, b)
 
 
@@ -110,7 +117,7 @@ def _binary(op, a, b):
         dev = t.device
         dtype = _compute_dtype(op, dtypes.promote_scalar(t.dtype, s, op))
         pt = t._data if t.dtype is dtype else dev.cast(t._data, dtype)
-        s = _scalar_as(s, dtype)
+        s = _scalar_as(s, dtype, op)
         pa, pb = (pt, s) if t is a else (s, pt)
         shape = t.shape
     out_dtype = dtypes.bool_ if BINARY_TRAIT[op] == "compare" else dtype
@@ -146,7 +153,7 @@ def unary(op, x):
 
 def where(cond, a, b):
     """Elements of ``a`` where ``cond`` is true, else of ``b``; ``a``/``b`` may be Python scalars."""
-    from .creation import full
+    from .creation import _full
     if type(cond) is not Tensor:
         raise DTypeError("where: expected a bool tensor condition, found %s" % type(cond).__name__)
     dev = cond.device
@@ -160,8 +167,8 @@ def where(cond, a, b):
         dtype = dtypes.promote_scalar(ta.dtype, b, "where")
     else:
         dtype = dtypes.promote(ta.dtype, tb.dtype)
-    ta = ta if ta is not None else full((), a, dtype=dtype, device=dev)
-    tb = tb if tb is not None else full((), b, dtype=dtype, device=dev)
+    ta = ta if ta is not None else _full((), a, dtype, dev, "where")
+    tb = tb if tb is not None else _full((), b, dtype, dev, "where")
     same_device(cond, ta, "where")
     same_device(cond, tb, "where")
     shape = broadcast_shapes(broadcast_shapes(cond.shape, ta.shape, "where"), tb.shape, "where")

@@ -170,7 +170,7 @@ def _offsets(shape, strides, dims):
 
 
 def _advanced_host(host, items):
-    items = _masks_to_ints(items)
+    items = _masks_to_ints(items, host.shape)
     x = host
     for k, item in enumerate(items):
         if item is None:  # a new size-1 dim, then indexed by a full slice
@@ -216,18 +216,28 @@ def _broadcast_list(values, shape, target):
     return t.expand(target).reshape(-1).tolist()
 
 
-def _masks_to_ints(items):
-    """A k-dim bool mask becomes k int index lists, one per dim it covers."""
+def _masks_to_ints(items, shape):
+    """A k-dim bool mask becomes k int index lists, one per dim it covers; its shape must be
+    exactly the shape of those dims (numpy and PyTorch raise IndexError too)."""
     from .creation import tensor
     out = []
+    d = 0  # the dim of ``shape`` the next item indexes
     for item in items:
         if type(item) in (list, tuple) and item and all(type(v) is bool for v in item):
             item = tensor(list(item), dtype=dtypes.bool_, device=_host())  # a mask, as numpy reads it
         if type(item) is Tensor and item.dtype is dtypes.bool_:
             if not item.shape:
                 raise IndexOutOfRange("index: a 0-d bool index is not supported; use a 1-element mask")
+            covered = tuple(shape[d:d + len(item.shape)])
+            if item.shape != covered:
+                raise IndexOutOfRange("index: expected a bool mask of shape %s for dims %d..%d of a tensor of "
+                                      "shape %s, found a mask of shape %s"
+                                      % (covered, d, d + len(item.shape) - 1, tuple(shape), item.shape))
+            d += len(item.shape)
             out.extend(tensor(c, dtype=dtypes.int64, device=_host()) for c in nonzero_lists(item))
         else:
+            if item is not None:
+                d += 1
             out.append(item)
     return out
 
@@ -284,12 +294,15 @@ def _value_for(x, value, region, op):
     if type(value) in (list, tuple):  # nested lists, as numpy accepts them
         from .creation import tensor
         try:
-            value = tensor(value, device=x.device)
+            value = tensor(value, dtype=x.dtype, device=x.device)
         except (ArgumentTypeError, ShapeError) as e:
             raise type(e)("%s: the value is not a tensor's worth of numbers (%s)" % (op, e))
+        except ArgumentError as e:  # a Python int the dtype cannot hold
+            raise ArgumentError("%s:%s" % (op, str(e)[len("tensor:"):]))
         return _value_for(x, value, region, op)
     if dtypes.scalar_kind(value) is None:
         raise ArgumentTypeError("%s: expected a tensor, nested lists or a number, found %s" % (op, type(value).__name__))
+    dtypes.check_int(value, x.dtype, op)
     return full((), value, dtype=x.dtype, device=x.device)
 
 
@@ -448,7 +461,7 @@ def masked_fill(x, mask, value):
         value = value.to(x.dtype)
     else:
         from .elementwise import _scalar_as
-        value = _scalar_as(value, x.dtype)
+        value = _scalar_as(value, x.dtype, "masked_fill")
     return where(mask, value, x).to(x.dtype)
 
 

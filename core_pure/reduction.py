@@ -113,18 +113,57 @@ def _accumulating(x, dtype, op):
     return x
 
 
+# elements of a narrower int tensor cast to int64 at once by a sum or prod (8 MiB of int64)
+ACCUMULATE_CHUNK = 1 << 20
+
+
+def _accumulate(op, x, dim, keepdim, dtype):
+    ds = _dims(dim, len(x.shape), op)
+    if dtype is not None or x.dtype.kind == "f" or x.dtype is dtypes.int64 or x.numel() <= ACCUMULATE_CHUNK:
+        x = _accumulating(x, dtype, op)
+        return _reduce(op, x, ds, keepdim, x.dtype)
+    out = _chunked(op, x, ds, ACCUMULATE_CHUNK)
+    if not keepdim:
+        out = out.reshape(tuple(s for i, s in enumerate(out.shape) if i not in ds))
+    return out
+
+
+def _chunked(op, x, dims, chunk):
+    """``op`` over ``dims`` (kept, size 1) of an int or bool ``x``, casting at most ``chunk``
+    elements to int64 at a time: pieces along the first dim longer than 1, combined as they come."""
+    if x.numel() <= chunk:
+        x = _accumulating(x, None, op)
+        return _reduce(op, x, dims, True, x.dtype)
+    from .movement import cat, narrow
+    d = 0
+    while x.shape[d] == 1:
+        d += 1
+    k = max(chunk // numel(x.shape[d + 1:]), 1)
+    total, parts = None, []
+    for start in range(0, x.shape[d], k):
+        part = _chunked(op, narrow(x, d, start, min(k, x.shape[d] - start)), dims, chunk)
+        if d not in dims:
+            parts.append(part)
+        elif total is None:
+            total = part
+        else:
+            total = total + part if op == "sum" else total * part
+    return total if d in dims else cat(parts, d)
+
+
 def sum(x, dim=None, keepdim=False, dtype=None, axis=None):
+    """The sum; bool and integer tensors add in int64 (a narrower one a chunk at a time, so a sum
+    never holds an int64 copy of the whole tensor), or in ``dtype`` when given."""
     if dtype is not None and dtypes.get(dtype, "sum") is dtypes.bool_:
         return logical("any", x, dim, keepdim, axis)  # a sum in bool is "any", as in PyTorch
-    x = _accumulating(x, dtype, "sum")
-    return _reduce("sum", x, _dims(alias(dim, axis, "sum"), len(x.shape), "sum"), keepdim, x.dtype)
+    return _accumulate("sum", x, alias(dim, axis, "sum"), keepdim, dtype)
 
 
 def prod(x, dim=None, keepdim=False, dtype=None, axis=None):
+    """The product; integer tensors multiply in int64 as ``sum`` adds, or in ``dtype`` when given."""
     if dtype is not None and dtypes.get(dtype, "prod") is dtypes.bool_:
         return logical("all", x, dim, keepdim, axis)  # a product in bool is "all", as in PyTorch
-    x = _accumulating(x, dtype, "prod")
-    return _reduce("prod", x, _dims(alias(dim, axis, "prod"), len(x.shape), "prod"), keepdim, x.dtype)
+    return _accumulate("prod", x, alias(dim, axis, "prod"), keepdim, dtype)
 
 
 def mean(x, dim=None, keepdim=False, dtype=None, axis=None):

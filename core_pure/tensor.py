@@ -27,7 +27,7 @@ class Tensor:
     >>> (x @ x.T).sum().item()
     50.0
     """
-    __slots__ = ("_data", "shape", "dtype", "device")
+    __slots__ = ("_data", "shape", "dtype", "device", "_param")  # _param: see nn.module.Param.value
     __array_ufunc__ = None  # numpy defers ``ndarray + tensor`` to Tensor.__radd__ instead of swallowing it
 
     def __init__(self, data, shape, dtype, device):
@@ -170,12 +170,19 @@ class Tensor:
         return id(self)
 
     # -- dtype and device -----------------------------------------------------------------------
-    def to(self, target):
-        """A copy on another device (``t.to(ember.Cpu())``) or in another dtype (``t.to(ember.int32)``).
+    def to(self, target=None, dtype=None, device=None, non_blocking=False, copy=False):
+        """A copy on another device (``t.to(ember.Cpu())``, ``t.to("cpu")``) or in another dtype
+        (``t.to(ember.int32)``), or both: ``t.to(device=..., dtype=...)``, ``t.to("cpu", ember.float16)``;
+        ``t.to(other)`` takes ``other``'s device and dtype. A call that changes nothing returns ``t``
+        itself (``copy=True``: a copy). Device names are ``ember.device.named``'s ("cpu", "cuda", ...);
+        ``non_blocking`` is accepted and changes nothing.
 
         Into or out of decorators over this tensor's device (``t.to(Autodiff(t.device))``) it wraps
         or unwraps level by level, without a copy.
         """
+        if dtype is not None or device is not None or copy or target is None or type(target) is Tensor or \
+                _is_device_name(target):
+            return _to_spec(self, target, dtype, device, copy)
         if isinstance(target, Backend):
             dev = self.device
             if target == dev:
@@ -191,6 +198,11 @@ class Tensor:
         if dtype is self.dtype:
             return self
         return Tensor(self.device.cast(self._data, dtype), self.shape, dtype, self.device)
+
+    def multinomial(self, num_samples, replacement=False, generator=None):
+        """``ember.multinomial(self, ...)``: category indices drawn by these weights."""
+        from .creation import multinomial
+        return multinomial(self, num_samples, replacement, generator)
 
     def float(self):
         """A copy in float32 (``self`` when already float32)."""
@@ -901,6 +913,43 @@ def grad_node(t):
     if dev is None:
         return None
     return dev.grad_node(unwrap_to(t.device, t._data, dev))
+
+
+
+def _is_device_name(target):
+    """A string that names a device ("cpu", "cuda:0"); any other string is read as a dtype name."""
+    if type(target) is not str:
+        return False
+    from .device import NAMES
+    return target.lower().partition(":")[0] in NAMES
+
+
+def _to_spec(t, target, dtype, device, copy):
+    """``Tensor.to`` with keywords, a device name or another tensor (PyTorch's three forms)."""
+    from .errors import ArgumentError
+    if type(target) is Tensor:
+        if dtype is not None or device is not None:
+            raise ArgumentError("to: give another tensor or device=/dtype=, not both")
+        device, dtype = target.device, target.dtype
+    elif _is_device_name(target) or isinstance(target, Backend):
+        if device is not None:
+            raise ArgumentError("to: the device is given twice (%r and device=%r)" % (target, device))
+        device = target
+    elif target is not None:
+        if dtype is not None:
+            raise ArgumentError("to: the dtype is given twice (%r and dtype=%r)" % (target, dtype))
+        dtype = target
+    if device is None and dtype is None:
+        raise ArgumentError("to: expected a device, a dtype or a tensor, found none")
+    out = t
+    if device is not None:
+        from .device import resolve
+        out = out.to(resolve(device, "to"))
+    if dtype is not None:
+        out = out.to(dtypes.get(dtype, "to"))
+    if copy and out is t:
+        out = t.clone()
+    return out
 
 
 def _nest(flat, shape):

@@ -14,7 +14,7 @@ from ember.ops import BINARY_TRAIT, UNARY_TRAIT, infer
 
 from . import rules
 from .gradients import Gradients
-from .graph import Node, grad_mode, run_backward
+from .graph import Node, backward_hooks, grad_mode, run_backward
 
 
 class AdArray:
@@ -172,7 +172,10 @@ class Autodiff(Decorator):
             seed = grad.to(self.inner) if isinstance(grad, ember.Tensor) else grad
             if seed.shape != a.shape:
                 raise ShapeError("backward: grad of shape %s for a tensor of shape %s" % (seed.shape, a.shape))
-        return Gradients(run_backward(a.node, seed, release=not retain_graph))
+        leaves = run_backward(a.node, seed, release=not retain_graph)
+        for hook in backward_hooks:
+            hook(leaves)
+        return Gradients(leaves)
 
     # -- composites recorded whole (see ember.composite) ------------------------------------------------
     def run_composite(self, name, args, kwargs):

@@ -46,9 +46,38 @@ class _GradMode(threading.local):
 
 grad_mode = _GradMode()
 
+# functions called with {leaf id: gradient} after every backward pass (ember.accel.optim adds
+# the one that fills Param.grad for PyTorch's training loop)
+backward_hooks = []
+
 
 class no_grad:
-    """``with no_grad():`` — ops inside record nothing (inference, optimizer steps). Per thread."""
+    """``with no_grad():`` — ops inside record nothing (inference, optimizer steps). Per thread.
+    Also a decorator: ``@no_grad()`` (or ``@no_grad``) makes every call of a function record nothing.
+
+    >>> @ember.no_grad()
+    ... def evaluate(model, x):
+    ...     return model(x).argmax(1)
+    """
+
+    def __new__(cls, fn=None):
+        if fn is not None:  # @no_grad without parentheses
+            return object.__new__(cls)(fn)
+        return object.__new__(cls)
+
+    def __call__(self, fn):
+        if not callable(fn):
+            from ember.errors import ArgumentTypeError
+            raise ArgumentTypeError("no_grad: decorates a function, found %s" % type(fn).__name__)
+
+        def call(*args, **kwargs):
+            with no_grad():
+                return fn(*args, **kwargs)
+        call.__name__ = getattr(fn, "__name__", "call")
+        call.__qualname__ = getattr(fn, "__qualname__", call.__name__)
+        call.__doc__ = fn.__doc__
+        call.__wrapped__ = fn
+        return call
 
     def __enter__(self):
         self.previous = grad_mode.enabled

@@ -10,13 +10,18 @@
 ...     opt.step(grads.clip_by_norm(1.0), lr=sched.step())
 >>> opt.save("optim.safetensors")          # state by parameter name, step counts in metadata
 
+PyTorch's loop works too (``opt.zero_grad(); loss.backward(); opt.step()``, gradients collected on
+``Param.grad``; ``optimizer.py`` says how the two coexist), and every scheduler also takes an
+optimizer (``lr.StepLR(opt, step_size=1, gamma=0.7)``; ``ember.optim.lr_scheduler`` has the same
+names). docs/pytorch_style.md shows both.
+
 Optimizers follow ``torch.optim``'s formulas and defaults; parameters are replaced by new leaf
 tensors (same id, same device) at each step and are never touched by backward.
 """
 from .grads import GradientsParams, track
 from .optimizer import Optimizer
-from .optimizers import SGD, Adam, AdamW, RMSprop, Adagrad
+from .optimizers import SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta
 from . import lr
 from . import fused_c  # noqa: F401  (the C Cpu's fused updates, where the kernels load)
 
-__all__ = ["GradientsParams", "track", "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr"]
+__all__ = ["GradientsParams", "track", "Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "lr"]

@@ -15,7 +15,19 @@ PyTorch computes recursively (each rate from the previous one) are computed the 
 
 ``state_dict()``/``load_state_dict()`` and ``save(path)``/``load(path)`` (a safetensors record with
 the state in its metadata) resume a schedule exactly.
+
+**PyTorch's form**: give an optimizer instead of a rate and the scheduler drives it, as
+``torch.optim.lr_scheduler`` does: it sets each parameter group's rate to the schedule's epoch-0
+value at once (from the group's ``initial_lr``, its ``lr`` when first scheduled), each ``step()``
+advances every group's schedule and sets its rate (and returns None, as PyTorch's does), and
+``get_last_lr()`` lists the groups' current rates:
+
+>>> sched = StepLR(opt, step_size=1, gamma=0.7)       # ember.optim.lr_scheduler.StepLR too
+>>> for epoch in range(epochs):
+...     train(model, opt)
+...     sched.step()
 """
+import copy
 import json
 import math
 
@@ -50,12 +62,53 @@ class LrScheduler:
     def __init__(self):
         self.last_epoch = -1
         self.lr = None
+        self.optimizer = None
+        self._groups = None  # PyTorch's form: one schedule per parameter group
 
     def step(self):
-        """The learning rate of this iteration; advances the schedule."""
+        """The learning rate of this iteration; advances the schedule. Given an optimizer at
+        construction: sets every group's rate to its schedule's next value and returns None."""
+        if self.optimizer is not None:
+            self._advance()
+            return None
         self.last_epoch += 1
         self.lr = self._next(self.last_epoch, self.lr)
         return self.lr
+
+    def get_last_lr(self):
+        """[rate of each parameter group] (PyTorch's form), or [the last rate]."""
+        if self._groups is not None:
+            return [s.lr for s in self._groups]
+        return [self.lr]
+
+    def _bind(self, lr, op):
+        """The initial rate from ``lr``: a number, or an optimizer whose groups this schedule drives
+        (``_start`` then takes the epoch-0 step, as PyTorch's constructors do)."""
+        if hasattr(lr, "param_groups"):
+            self.optimizer = lr
+            for i, g in enumerate(lr.param_groups):
+                g.setdefault("initial_lr", g["lr"])
+                _num(g["initial_lr"], "param_groups[%d]['initial_lr']" % i, op, 0.0)
+            return float(lr.param_groups[0]["initial_lr"])
+        return _num(lr, "lr", op, 0.0)
+
+    def _start(self):
+        if self.optimizer is None:
+            return
+        groups = []
+        for g in self.optimizer.param_groups:
+            s = copy.copy(self)
+            s.optimizer = None
+            s.initial_lr = float(g["initial_lr"])
+            groups.append(s)
+        self._groups = groups
+        self._advance()
+
+    def _advance(self):
+        for s, g in zip(self._groups, self.optimizer.param_groups):
+            g["lr"] = s.step()
+        self.last_epoch = self._groups[0].last_epoch
+        self.lr = self._groups[0].lr
 
     def _next(self, epoch, previous):
         raise NotImplementedError
@@ -69,8 +122,12 @@ class LrScheduler:
 
     # -- state ---------------------------------------------------------------------------------------
     def state_dict(self):
-        """``{"scheduler": class name, "last_epoch": int, "lr": float or None}`` (JSON-friendly)."""
-        return {"scheduler": type(self).__name__, "last_epoch": self.last_epoch, "lr": self.lr}
+        """``{"scheduler": class name, "last_epoch": int, "lr": float or None}`` (JSON-friendly),
+        with ``"groups"``, each group's state, in PyTorch's form."""
+        d = {"scheduler": type(self).__name__, "last_epoch": self.last_epoch, "lr": self.lr}
+        if self._groups is not None:
+            d["groups"] = [s.state_dict() for s in self._groups]
+        return d
 
     def load_state_dict(self, state):
         """Restore what ``state_dict`` returned; the state of another scheduler class raises ``ArgumentError``."""
@@ -80,6 +137,14 @@ class LrScheduler:
                                 % (type(self).__name__, type(self).__name__, found))
         self.last_epoch = state["last_epoch"]
         self.lr = state["lr"]
+        groups = state.get("groups")
+        if self._groups is not None and groups is not None:
+            if len(groups) != len(self._groups):
+                raise ArgumentError("%s.load_state_dict: the state has %d parameter groups, the optimizer %d"
+                                    % (type(self).__name__, len(groups), len(self._groups)))
+            for s, d, g in zip(self._groups, groups, self.optimizer.param_groups):
+                s.load_state_dict(d)
+                g["lr"] = s.lr
 
     def save(self, path):
         """Write the state to ``path`` (a safetensors record with no tensors); returns ``path``."""
@@ -106,7 +171,8 @@ class Constant(LrScheduler):
 
     def __init__(self, lr):
         LrScheduler.__init__(self)
-        self.initial_lr = _num(lr, "lr", "Constant", 0.0)
+        self.initial_lr = self._bind(lr, "Constant")
+        self._start()
 
     def _next(self, epoch, previous):
         return self.initial_lr
@@ -117,9 +183,10 @@ class StepLR(LrScheduler):
 
     def __init__(self, lr, step_size, gamma=0.1):
         LrScheduler.__init__(self)
-        self.initial_lr = _num(lr, "lr", "StepLR", 0.0)
+        self.initial_lr = self._bind(lr, "StepLR")
         self.step_size = _int(step_size, "step_size", "StepLR", 1)
         self.gamma = _num(gamma, "gamma", "StepLR")
+        self._start()
 
     def _next(self, epoch, previous):
         if epoch == 0:
@@ -139,8 +206,9 @@ class ExponentialLR(LrScheduler):
 
     def __init__(self, lr, gamma):
         LrScheduler.__init__(self)
-        self.initial_lr = _num(lr, "lr", "ExponentialLR", 0.0)
+        self.initial_lr = self._bind(lr, "ExponentialLR")
         self.gamma = _num(gamma, "gamma", "ExponentialLR")
+        self._start()
 
     def _next(self, epoch, previous):
         return self.initial_lr if epoch == 0 else previous * self.gamma
@@ -159,10 +227,11 @@ class LinearLR(LrScheduler):
 
     def __init__(self, lr, start_factor=1.0 / 3, end_factor=1.0, total_iters=5):
         LrScheduler.__init__(self)
-        self.initial_lr = _num(lr, "lr", "LinearLR", 0.0)
+        self.initial_lr = self._bind(lr, "LinearLR")
         self.start_factor = _num(start_factor, "start_factor", "LinearLR", 0.0, 1.0, low_open=True)
         self.end_factor = _num(end_factor, "end_factor", "LinearLR", 0.0, 1.0)
         self.total_iters = _int(total_iters, "total_iters", "LinearLR", 0)
+        self._start()
 
     def _next(self, epoch, previous):
         if epoch == 0:
@@ -188,9 +257,10 @@ class CosineAnnealingLR(LrScheduler):
 
     def __init__(self, lr, T_max, eta_min=0.0):
         LrScheduler.__init__(self)
-        self.initial_lr = _num(lr, "lr", "CosineAnnealingLR", 0.0)
+        self.initial_lr = self._bind(lr, "CosineAnnealingLR")
         self.T_max = _int(T_max, "T_max", "CosineAnnealingLR", 1)
         self.eta_min = _num(eta_min, "eta_min", "CosineAnnealingLR", 0.0)
+        self._start()
 
     def _next(self, epoch, previous):
         if epoch == 0:
@@ -229,9 +299,10 @@ class LinearWarmup(LrScheduler):
 
     def __init__(self, lr, warmup_steps, start_factor=0.0):
         LrScheduler.__init__(self)
-        self.initial_lr = _num(lr, "lr", "LinearWarmup", 0.0)
+        self.initial_lr = self._bind(lr, "LinearWarmup")
         self.warmup_steps = _int(warmup_steps, "warmup_steps", "LinearWarmup", 1)
         self.start_factor = _num(start_factor, "start_factor", "LinearWarmup", 0.0, 1.0)
+        self._start()
 
     def _next(self, epoch, previous):
         s, w = self.start_factor, self.warmup_steps

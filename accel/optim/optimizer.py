@@ -6,11 +6,24 @@ by id from a ``Gradients`` or ``GradientsParams``, computes the new value on the
 (nothing is recorded) and assigns it to ``Param.value`` as a fresh leaf with the same id on the
 same device. The old value tensor is never modified, so a tensor a user kept keeps its values.
 
+Two ways to train, both complete:
+
+- **ember's**: ``opt.step(loss.backward())`` — the gradients are a value (``Gradients``, or a
+  ``GradientsParams`` to clip, scale or add), passed explicitly; nothing is stored on the model.
+- **PyTorch's**: ``opt.zero_grad(); loss.backward(); opt.step()`` — while an optimizer exists and
+  was last used this way, each ``backward`` adds the gradient of each of its parameters to
+  ``Param.grad`` (summing over several backward passes, as PyTorch accumulates), ``step()`` reads
+  them and ``zero_grad()`` sets them to None. A ``step(grads)`` with explicit gradients switches
+  the optimizer to ember's way: it clears its ``Param.grad`` and stops collecting them, so the
+  explicit loop pays nothing for the other; ``zero_grad()`` or ``step()`` switch back.
+
 State is saved by parameter *name* (ids are not stable across processes): a safetensors record
 whose tensors are ``<param name>.<state key>`` and whose metadata holds the hyperparameters of
 every group, the names in each group and every step count, so a resumed run continues exactly.
 """
 import json
+import threading
+import weakref
 
 from ember.backend import grad_device, unwrap_to, wrap_from
 from ember.errors import ArgumentError, ArgumentTypeError, RecordError, ShapeError
@@ -18,6 +31,7 @@ from ember.nn.module import Module, Param
 from ember.tensor import Tensor
 
 from ember.accel.autodiff import Gradients, no_grad
+from ember.accel.autodiff.graph import backward_hooks
 
 from .grads import GradientsParams, _inner, _named_params, track
 
@@ -67,6 +81,7 @@ class Optimizer:
             self.add_param_group({"params": params})
         if not any(g["params"] for g in self.param_groups):
             raise ArgumentError("%s: got an empty parameter list" % name)
+        _collecting.add(self)  # PyTorch's loop until a step(grads) says otherwise
 
     # -- groups --------------------------------------------------------------------------------------
     def add_param_group(self, group):
@@ -134,20 +149,54 @@ class Optimizer:
         """[(name, Param)] over every group, in order."""
         return [pair for g in self.param_groups for pair in g["params"]]
 
+    # -- PyTorch's loop: gradients on Param.grad -------------------------------------------------------
+    def zero_grad(self, set_to_none=True):
+        """Set ``Param.grad`` of every parameter to None, so the next ``loss.backward()`` starts
+        them afresh (``set_to_none`` is accepted for PyTorch's signature: ember has no zero-filled
+        gradients). Also makes this optimizer collect gradients again after a ``step(grads)``."""
+        for p in self._distinct():
+            p.grad = None
+        _collecting.add(self)
+
+    def _distinct(self):
+        return [p for _, p in self.named_parameters()]
+
+    def _collected(self):
+        """``GradientsParams`` of the ``Param.grad`` that backward left (PyTorch's loop)."""
+        by_id = {}
+        for p in self._distinct():
+            if p.grad is not None:
+                by_id[p.id] = p.grad
+        return GradientsParams(by_id)
+
     # -- the step ------------------------------------------------------------------------------------
-    def step(self, grads, lr=None):
+    def step(self, grads=None, lr=None, closure=None):
         """Update every parameter that has a gradient in ``grads`` (``Gradients`` from backward or
         ``GradientsParams``); ``lr``, if given, first sets every group's learning rate.
+
+        Without ``grads`` (PyTorch's loop), the gradients are the ``Param.grad`` that
+        ``loss.backward()`` left (see the module docstring); ``closure``, PyTorch's, is called
+        first to compute them and its loss is returned.
 
         Each new value is computed on the parameter's inner device without recording and becomes
         ``Param.value`` as a leaf with the parameter's id, on the parameter's device. Parameters
         without a gradient (or with ``requires_grad=False``) are left as they are, state included.
         """
-        if isinstance(grads, (Gradients, GradientsParams)):
-            by_id = grads.by_id
+        loss = None
+        if grads is None:
+            _collecting.add(self)
+            if closure is not None:
+                loss = closure()
+            grads = self._collected()
+        elif isinstance(grads, (Gradients, GradientsParams)):
+            if self in _collecting:  # ember's loop from now on: stop filling Param.grad
+                _collecting.discard(self)
+                for p in self._distinct():
+                    p.grad = None
         else:
             raise ArgumentTypeError("%s.step: expected Gradients or GradientsParams, found %s"
                                     % (type(self).__name__, type(grads).__name__))
+        by_id = grads.by_id
         if lr is not None:
             self.lr = lr
         with no_grad():
@@ -192,6 +241,7 @@ class Optimizer:
                         data = wrap_from(dev, rec, data, new.shape, new.dtype)
                         new = Tensor(data, new.shape, new.dtype, dev)
                     p.value = new
+        return loss
 
     def _update_group(self, group, xs, gs, states):
         """New values of a group's parameters ``xs`` (inner devices) given their gradients ``gs``;
@@ -349,6 +399,31 @@ class Optimizer:
                     lines.append("    %s: %r" % (k, g[k]))
         lines.append(")")
         return "\n".join(lines)
+
+
+# optimizers whose parameters' gradients backward adds to Param.grad (PyTorch's loop)
+_collecting = weakref.WeakSet()
+_collect_lock = threading.Lock()  # backward passes of several threads may add to one Param.grad
+
+
+def _collect(leaves):
+    """Add each gradient of a backward pass (``{leaf id: gradient}``) to ``Param.grad`` of the
+    parameters of every collecting optimizer (a parameter two optimizers hold, once)."""
+    if not _collecting:
+        return
+    with _collect_lock:
+        seen = set()
+        for opt in list(_collecting):
+            for _, p in opt.named_parameters():
+                if id(p) in seen or not p.requires_grad:
+                    continue
+                seen.add(id(p))
+                g = leaves.get(p.id)
+                if g is not None:
+                    p.grad = g if p.grad is None else p.grad + g
+
+
+backward_hooks.append(_collect)
 
 
 class _FedValues(list):

@@ -1,4 +1,4 @@
-"""SGD, Adam, AdamW, RMSprop and Adagrad with PyTorch's update formulas (its single-tensor CPU path).
+"""SGD, Adam, AdamW, RMSprop, Adagrad and Adadelta with PyTorch's update formulas (its single-tensor CPU path).
 
 Each update is the body of ``torch.optim``'s ``_single_tensor_*`` loop for one parameter, written
 with ember ops on the parameter's inner device; scalar factors are Python floats, rounded to the
@@ -186,4 +186,55 @@ class Adagrad(Optimizer):
         return x + (g / std) * (-clr)
 
 
-__all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]
+class Adadelta(Optimizer):
+    """Adadelta (``torch.optim.Adadelta``): ``lr`` (default 1.0) scales the step, ``rho`` smooths
+    both running averages, ``eps`` keeps the square roots off zero, L2 ``weight_decay``.
+
+    >>> opt = Adadelta(model.parameters(), lr=1.0)
+
+    A captured step (``ember.accel.compile``) may replay it: the learning rate comes from the
+    cohort's hyperparameter tensor, which each replay refills.
+    """
+
+    DEFAULTS = {"lr": 1.0, "rho": 0.9, "eps": 1e-6, "weight_decay": 0.0, "maximize": False}
+    CAPTURE = True
+
+    def _check(self, h):
+        Optimizer._check(self, h)
+        rho = h.get("rho")
+        if type(rho) not in (int, float) or not 0.0 <= rho <= 1.0:
+            raise ArgumentError("Adadelta: rho must be a number in [0, 1], found %r" % (rho,))
+        _nonneg(h, "eps", "Adadelta")
+
+    def _hyper_values(self, group, step):
+        # neg_lr, rho, one_minus_rho, eps, weight_decay (the order the update reads them)
+        return [-float(group["lr"]), float(group["rho"]), 1.0 - group["rho"], float(group["eps"]),
+                float(group["weight_decay"])]
+
+    def _update_group(self, group, xs, gs, states):
+        out = [None] * len(xs)
+        for idx in _cohorts(xs):
+            x0 = xs[idx[0]]
+            _, h = self._hyper(group, x0.device, x0.dtype)
+            # read by index: in a captured step h[0] (the rate) is a tensor each replay refills
+            neg_lr, rho, one_minus_rho, eps, wd = h[0], h[1], h[2], h[3], h[4]
+            for i in idx:
+                x, g, state = xs[i], gs[i], states[i]
+                if state.get("square_avg") is None:
+                    state["square_avg"] = _zeros_like(x)
+                    state["acc_delta"] = _zeros_like(x)
+                state["step"] += 1
+                if group["maximize"]:
+                    g = -g
+                if group["weight_decay"] != 0:
+                    g = g + x * wd
+                # PyTorch: square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho), then
+                # delta = (acc_delta + eps).sqrt() / (square_avg + eps).sqrt() * grad
+                sq = state["square_avg"] = state["square_avg"] * rho + (g * one_minus_rho) * g
+                delta = (state["acc_delta"] + eps).sqrt() / (sq + eps).sqrt() * g
+                state["acc_delta"] = state["acc_delta"] * rho + (delta * one_minus_rho) * delta
+                out[i] = x + delta * neg_lr
+        return out
+
+
+__all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta"]

@@ -5,7 +5,16 @@ A checkpoint is a folder (``epoch-003`` after an epoch, ``epoch-004-batch-0012``
 stopped mid-epoch) holding ``model.safetensors``, ``optimizer.safetensors`` and ``state.json``
 (position, scheduler, RNG states, metric accumulators, history). It is built under a temporary
 name (``.tmp-...``), synced, and renamed into place: a folder with a checkpoint's name is always
-complete, and an interrupted write leaves only a temporary folder that the next run removes.
+complete, and an interrupted write leaves only a temporary folder that the next run removes. A
+checkpoint written over one of the same name moves the old one aside (``.old-...``) first and
+deletes it only once the new one is in place; a crash in between leaves the old one, which the next
+``Checkpoints`` of the folder moves back.
+
+Each checkpoint belongs to a *lineage*: the checkpoints one line of training wrote. A run resumed
+from the newest checkpoint of its lineage continues it; a run started fresh, or resumed from an
+older point while newer checkpoints of that lineage exist, starts a new lineage (numbered, its
+names end in ``-run2``, ``-run3``...), so it never writes over or prunes another lineage's
+checkpoints. ``latest()`` is the checkpoint written last (``state.json``'s ``serial``).
 """
 import json
 import os
@@ -19,14 +28,15 @@ MODEL = "model.safetensors"
 OPTIMIZER = "optimizer.safetensors"
 _TMP = ".tmp-"
 _DEL = ".del-"
+_OLD = ".old-"
 
 
-def checkpoint_name(epoch, batch):
+def checkpoint_name(epoch, batch, lineage=1):
     """The folder name of the checkpoint at 0-based ``epoch`` after ``batch`` batches of it
-    (``batch == 0``: the end of epoch ``epoch - 1``, named by its 1-based number)."""
-    if batch == 0:
-        return "epoch-%03d" % epoch
-    return "epoch-%03d-batch-%04d" % (epoch + 1, batch)
+    (``batch == 0``: the end of epoch ``epoch - 1``, named by its 1-based number); lineages after
+    the first end in ``-run<lineage>``."""
+    name = "epoch-%03d" % epoch if batch == 0 else "epoch-%03d-batch-%04d" % (epoch + 1, batch)
+    return name if lineage == 1 else "%s-run%d" % (name, lineage)
 
 
 def _write_json(path, obj):
@@ -50,22 +60,26 @@ def read_state(path):
 
 
 class Checkpoint:
-    """One checkpoint folder: ``name``, ``path``, ``position`` (epoch, batch) and the ``metric``
-    value it was saved with (None for a mid-epoch checkpoint)."""
+    """One checkpoint folder: ``name``, ``path``, ``position`` (epoch, batch), the ``metric``
+    value it was saved with (None for a mid-epoch checkpoint), its ``lineage`` and ``serial`` (the
+    order of writing in its folder; 0 for a checkpoint written before ember recorded it)."""
 
     def __init__(self, path, state):
         self.path = path
         self.name = os.path.basename(path)
         self.position = tuple(state["position"])
         self.metric = state.get("metric")
+        self.lineage = state.get("lineage", 1)
+        self.serial = state.get("serial", 0)
 
     def __repr__(self):
         return "Checkpoint(%s, metric=%r)" % (self.name, self.metric)
 
 
 class Checkpoints:
-    """The checkpoints in ``folder``: ``save`` writes one and prunes to the ``keep_last`` newest
-    plus, with ``keep_best``, the one whose metric is best (``mode`` "min" or "max")."""
+    """The checkpoints in ``folder``: ``save`` writes one and prunes its lineage to the
+    ``keep_last`` newest plus, with ``keep_best``, the one whose metric is best (``mode`` "min" or
+    "max"); other lineages' checkpoints are never touched."""
 
     def __init__(self, folder, keep_last=2, keep_best=True, mode="min"):
         if type(keep_last) is not int or keep_last < 1:
@@ -80,37 +94,66 @@ class Checkpoints:
         self._clean()
 
     def _clean(self):
-        """Remove what an interrupted write or prune left behind."""
-        for name in os.listdir(self.folder):
-            if name.startswith(_TMP) or name.startswith(_DEL):
-                shutil.rmtree(os.path.join(self.folder, name), ignore_errors=True)
+        """Remove what an interrupted write or prune left behind; a checkpoint moved aside for a
+        replacement that never arrived goes back under its name."""
+        names = sorted(os.listdir(self.folder))
+        for name in names:
+            path = os.path.join(self.folder, name)
+            if name.startswith(_OLD):
+                final = os.path.join(self.folder, name[len(_OLD):].rsplit("-", 1)[0])
+                if not os.path.exists(final):
+                    os.rename(path, final)
+                    _sync_dir(final)
+                    continue
+            if name.startswith(_TMP) or name.startswith(_DEL) or name.startswith(_OLD):
+                shutil.rmtree(path, ignore_errors=True)
 
-    def list(self):
-        """Every complete checkpoint, oldest first."""
+    def list(self, lineage=None):
+        """Every complete checkpoint (of ``lineage``, when given), oldest position first."""
         out = []
         for name in os.listdir(self.folder):
             path = os.path.join(self.folder, name)
             if name.startswith(".") or not os.path.isfile(os.path.join(path, STATE)):
                 continue
             try:
-                out.append(Checkpoint(path, read_state(path)))
-            except (RecordError, KeyError, TypeError):
+                c = Checkpoint(path, read_state(path))
+            except (RecordError, KeyError, TypeError, AttributeError):
                 continue
+            if lineage is None or c.lineage == lineage:
+                out.append(c)
         out.sort(key=lambda c: c.position)
         return out
 
-    def latest(self):
-        """The newest checkpoint, or None."""
-        items = self.list()
-        return items[-1] if items else None
+    def latest(self, lineage=None):
+        """The checkpoint written last (of ``lineage``, when given), or None: what
+        ``fit(..., resume="latest")`` continues."""
+        items = self.list(lineage)
+        return max(items, key=lambda c: (c.serial, c.position)) if items else None
+
+    def new_lineage(self):
+        """The number a new lineage in this folder takes (1 in a folder without checkpoints)."""
+        return max([c.lineage for c in self.list()] + [0]) + 1
+
+    def newer(self, checkpoint):
+        """The checkpoints of ``checkpoint``'s lineage at later positions than it, oldest first."""
+        return [c for c in self.list(checkpoint.lineage) if c.position > checkpoint.position]
+
+    def find(self, path):
+        """The checkpoint of this folder at ``path``, or None."""
+        real = os.path.realpath(path)
+        for c in self.list():
+            if os.path.realpath(c.path) == real:
+                return c
+        return None
 
     def _better(self, a, b):
         return a < b if self.mode == "min" else a > b
 
-    def best(self):
-        """The checkpoint with the best metric (the earliest among equals), or None."""
+    def best(self, lineage=None):
+        """The checkpoint with the best metric (of ``lineage``, when given; the earliest among
+        equals), or None."""
         best = None
-        for c in self.list():
+        for c in self.list(lineage):
             m = c.metric
             if m is None or m != m:
                 continue
@@ -121,10 +164,12 @@ class Checkpoints:
     def save(self, name, write_files, state):
         """Write checkpoint ``name``: ``write_files(folder)`` writes the model and optimizer files into
         a temporary folder, then ``state`` (a JSON-able dict with ``position`` and ``metric``) goes
-        to ``state.json`` and the folder is renamed into place; older checkpoints are pruned.
+        to ``state.json`` (with ``serial``, its order of writing) and the folder is renamed into
+        place; the older checkpoints of its lineage (``state["lineage"]``, default 1) are pruned.
         Returns the checkpoint's path."""
         final = os.path.join(self.folder, name)
         tmp = os.path.join(self.folder, "%s%s-%d" % (_TMP, name, os.getpid()))
+        state = dict(state, serial=max([c.serial for c in self.list()] + [0]) + 1)
         shutil.rmtree(tmp, ignore_errors=True)
         os.makedirs(tmp)
         try:
@@ -132,33 +177,49 @@ class Checkpoints:
             _write_json(os.path.join(tmp, STATE), state)
             _sync_dir(os.path.join(tmp, STATE))
             if os.path.exists(final):  # a resumed run passing the same point again
-                old = os.path.join(self.folder, "%s%s-%d" % (_DEL, name, os.getpid()))
-                os.rename(final, old)
-                os.rename(tmp, final)
-                shutil.rmtree(old, ignore_errors=True)
+                self._replace(final, tmp, name)
             else:
                 os.rename(tmp, final)
             _sync_dir(final)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        self.prune()
+        self.prune(state.get("lineage", 1))
         return final
 
-    def prune(self):
-        """Delete every checkpoint but the ``keep_last`` newest and (``keep_best``) the best."""
-        items = self.list()
+    def _replace(self, final, tmp, name):
+        # the old checkpoint stays (aside, as .old-) until the new one holds its name: a crash
+        # between the renames leaves it for _clean to move back
+        old = os.path.join(self.folder, "%s%s-%d" % (_OLD, name, os.getpid()))
+        os.rename(final, old)
+        try:
+            _sync_dir(old)
+            os.rename(tmp, final)
+        except BaseException:
+            if not os.path.exists(final):
+                os.rename(old, final)
+            raise
+        _sync_dir(final)
+        shutil.rmtree(old, ignore_errors=True)
+
+    def prune(self, lineage=1):
+        """Delete every checkpoint of ``lineage`` but the ``keep_last`` newest and (``keep_best``)
+        the best of it."""
+        items = self.list(lineage)
         keep = {c.name for c in items[-self.keep_last:]}
         if self.keep_best:
-            best = self.best()
+            best = self.best(lineage)
             if best is not None:
                 keep.add(best.name)
-        for c in items:
-            if c.name not in keep:
-                # renamed first: a crash mid-delete never leaves a partial folder under a checkpoint's name
-                gone = os.path.join(self.folder, _DEL + c.name)
-                os.rename(c.path, gone)
-                shutil.rmtree(gone, ignore_errors=True)
+        self.delete([c for c in items if c.name not in keep])
+
+    def delete(self, checkpoints):
+        """Delete these checkpoints (each renamed first: a crash mid-delete never leaves a partial
+        folder under a checkpoint's name)."""
+        for c in checkpoints:
+            gone = os.path.join(self.folder, _DEL + c.name)
+            os.rename(c.path, gone)
+            shutil.rmtree(gone, ignore_errors=True)
 
 
 __all__ = ["Checkpoints", "Checkpoint", "checkpoint_name", "read_state", "STATE", "MODEL", "OPTIMIZER"]

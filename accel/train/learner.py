@@ -316,16 +316,22 @@ class Learner:
         return self._stop is not None
 
     # -- running ----------------------------------------------------------------------------------------
-    def fit(self, train, valid=None, resume=None):
+    def fit(self, train, valid=None, resume=None, discard_newer=False):
         """Train on ``train`` (a ``DataLoader``), validating on ``valid`` after every epoch; returns
-        a ``FitResult``. ``resume``: "latest" (or True) continues from the newest checkpoint in
-        ``checkpoint_dir`` when there is one; a checkpoint folder continues from it.
+        a ``FitResult``. ``resume``: "latest" (or True) continues from the checkpoint written last
+        in ``checkpoint_dir`` when there is one; a checkpoint folder continues from it.
+
+        A resumed run owns its lineage (``ember.accel.train.checkpoint``): resumed from the newest
+        checkpoint of its lineage it continues it; resumed from an older one, it keeps the newer
+        ones and writes a new lineage beside them (``epoch-002-run2``...), which "latest" then
+        means. ``discard_newer=True`` deletes the newer checkpoints of the resume point's lineage
+        instead, and the run continues that lineage.
 
         Ctrl-C and SIGTERM stop after the current step with a checkpoint; a third Ctrl-C aborts
         at once, but never in the middle of a checkpoint write."""
         self._stop, self._stop_announced = None, False
         with _SignalStop(self):
-            return self.view.run(lambda: self.train_loop(train, valid, resume))
+            return self.view.run(lambda: self.train_loop(train, valid, resume, discard_newer))
 
     def _to_device(self, batch):
         if type(batch) is not tuple and type(batch) is not list or len(batch) != 2:
@@ -370,7 +376,7 @@ class Learner:
             self.early_stopping.metric == monitor else self._metric_direction(monitor)
         return ckpt.Checkpoints(self.checkpoint_dir, self.keep_last, self.keep_best, mode)
 
-    def _save(self, store, epoch, batch, monitor, accumulators):
+    def _save(self, store, epoch, batch, monitor, accumulators, lineage):
         if store is None:
             return None
         metric = _finite(self.history[-1].get(monitor)) if batch == 0 and self.history else None
@@ -384,6 +390,7 @@ class Learner:
             "early_stopping": None if self.early_stopping is None else self.early_stopping.state_dict(),
             "metrics": accumulators,
             "history": [{k: _finite(v) for k, v in r.items()} for r in self.history],
+            "lineage": lineage,
         }
         model, optimizer = self.model, self.optimizer
 
@@ -393,7 +400,7 @@ class Learner:
 
         self._writing = True
         try:
-            return store.save(ckpt.checkpoint_name(epoch, batch), write_files, state)
+            return store.save(ckpt.checkpoint_name(epoch, batch, lineage), write_files, state)
         finally:
             self._writing = False
 
@@ -428,7 +435,31 @@ class Learner:
             raise ArgumentError("Learner: resume=%r is not a checkpoint folder" % (resume,))
         return path
 
-    def train_loop(self, train, valid=None, resume=None):
+    def _lineage(self, store, resumed, discard_newer):
+        """The lineage this run writes, and what the user should be told about it (or None)."""
+        if store is None:
+            return 1, None
+        point = store.find(resumed) if resumed is not None else None
+        if point is None:
+            lineage = store.new_lineage()
+            if lineage == 1:
+                return 1, None
+            return lineage, ("%s holds checkpoints of other runs; this run writes its own, named *-run%d, "
+                             "and keeps theirs" % (store.folder, lineage))
+        newer = store.newer(point)
+        if not newer:
+            return point.lineage, None
+        names = ", ".join(c.name for c in newer)
+        if discard_newer:
+            store.delete(newer)
+            return point.lineage, "resumed from %s: deleted the newer checkpoints %s (discard_newer=True)" % (
+                point.name, names)
+        lineage = store.new_lineage()
+        return lineage, ("resumed from %s: the newer checkpoints %s are kept (fit(..., discard_newer=True) "
+                         "deletes them); this run writes its own, named *-run%d, and resume='latest' will "
+                         "continue this run" % (point.name, names, lineage))
+
+    def train_loop(self, train, valid=None, resume=None, discard_newer=False):
         """The loop ``fit`` runs (in the calling thread, without the signal handlers): views that
         own the main thread, such as the dashboard, call it from their training thread."""
         if not isinstance(train, DataLoader):
@@ -436,7 +467,7 @@ class Learner:
                                     % type(train).__name__)
         if valid is not None and not isinstance(valid, DataLoader):
             raise ArgumentTypeError("Learner.fit: valid must be a DataLoader or None, found %s" % type(valid).__name__)
-        run = self._begin(train, valid, resume)
+        run = self._begin(train, valid, resume, discard_newer)
         self.model.train()
         try:
             while run.epoch < self.epochs:
@@ -449,7 +480,7 @@ class Learner:
             self.strategy.close()
         return self._finish(run)
 
-    def _begin(self, train, valid, resume):
+    def _begin(self, train, valid, resume, discard_newer=False):
         run = _Run(self._monitor_name(valid), len(train), self.epochs * len(train))
         run.store = self._checkpoints(run.monitor)
         self.history = []
@@ -458,6 +489,7 @@ class Learner:
             state = self._restore(run.resumed)
             run.epoch, run.start_batch = state["position"]
             run.accumulators = state.get("metrics")
+        run.lineage, note = self._lineage(run.store, run.resumed, discard_newer)
         run.log = RunLog(self.run_dir, self.history) if self.run_dir is not None else None
         self.view.fit_start({
             "model": type(self.model).__name__, "epochs": self.epochs, "batches": run.batches,
@@ -465,6 +497,8 @@ class Learner:
             "start_batch": run.start_batch, "resumed_from": run.resumed, "history": list(self.history),
             "metrics": [m.name for m in self.split_metrics], "formats": self.formats, "total": run.total,
         })
+        if note is not None:
+            self.view.message(note)
         run.started = time.perf_counter()
         return run
 
@@ -511,7 +545,8 @@ class Learner:
                 self._announce_stop()
                 if self._stop is not None and pending is None and batch_i < run.batches:
                     accumulators = {m.name: m.state_dict() for m in self.split_metrics + self.run_metrics}
-                    run.checkpoint = self._save(run.store, run.epoch, batch_i, run.monitor, accumulators)
+                    run.checkpoint = self._save(run.store, run.epoch, batch_i, run.monitor, accumulators,
+                                                run.lineage)
                     self._announce_checkpoint(run)
                     return False
         finally:
@@ -562,7 +597,7 @@ class Learner:
                                     % (es.metric, ", ".join(sorted(record))))
             stop_early = es.update(record[es.metric], run.epoch + 1)
         run.epoch += 1
-        run.checkpoint = self._save(run.store, run.epoch, 0, run.monitor, None)
+        run.checkpoint = self._save(run.store, run.epoch, 0, run.monitor, None, run.lineage)
         if stop_early:
             self.view.message("early stopping: %s has not improved for %d epochs (best %.4f at epoch %s)"
                               % (es.metric, es.bad_epochs, es.best, es.best_epoch))
@@ -581,7 +616,7 @@ class Learner:
 
     def _finish(self, run):
         seconds = time.perf_counter() - run.started
-        best = run.store.best() if run.store is not None else None
+        best = run.store.best(run.lineage) if run.store is not None else None
         if self.plot and self.run_dir is not None and self.history:
             plot_curves(self.history, os.path.join(self.run_dir, CURVES))
         result = FitResult(list(self.history), run.stopped, run.checkpoint, best.path if best else None, seconds,
@@ -603,6 +638,7 @@ class _Run:
         self.store = None
         self.log = None
         self.resumed = None
+        self.lineage = 1
         self.started = 0.0
         self.epoch_start = 0.0
         self.steps = 0

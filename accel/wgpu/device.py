@@ -115,6 +115,21 @@ class Wgpu(Backend):
         """Wait until the GPU has run everything queued so far."""
         self.rt.sync()
 
+    def capacity(self):
+        """Bytes a new tensor may take: one buffer at most the adapter's largest, and within the
+        pool's cap (``memory_cap``) less what live tensors use."""
+        room = self.rt.max_buffer
+        if self.mem.cap is not None:
+            room = min(room, max(self.mem.cap - self.mem.in_use, 0))
+        return room
+
+    def capacity_source(self):
+        mem = self.mem
+        if mem.cap is not None and mem.cap - mem.in_use < self.rt.max_buffer:
+            return ("Wgpu() (its pool's cap of %d bytes less %d in use by live tensors; raise the cap with "
+                    "Wgpu(memory_cap=...))" % (mem.cap, mem.in_use))
+        return "Wgpu() (the adapter's largest buffer)"
+
     def empty_cache(self):
         """Give the pool's unused buffers back to the device; returns the bytes freed."""
         return self.mem.trim()

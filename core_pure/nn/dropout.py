@@ -1,4 +1,5 @@
-"""Dropout: zeroes elements with probability ``p`` while training, scaling the rest by 1/(1-p)."""
+"""Dropout: zeroes elements (``Dropout``) or whole channels (``Dropout1d/2d/3d``) with probability
+``p`` while training, scaling the rest by 1/(1-p)."""
 from ..errors import ArgumentError
 from . import checks
 from . import functional as F
@@ -23,6 +24,30 @@ class Dropout(Module):
 
     def extra_repr(self):
         return "p=%r" % (self.p,)
+
+
+class Dropout1d(Dropout):
+    """Each channel of (N, C, L) zeroed with probability ``p`` in training (``F.dropout1d``)."""
+
+    def forward(self, x):
+        checks.tensor(x, type(self).__name__)
+        return F.dropout1d(x, self.p, self.training, self.generator)
+
+
+class Dropout2d(Dropout):
+    """Each channel of (N, C, H, W) zeroed with probability ``p`` in training (``F.dropout2d``)."""
+
+    def forward(self, x):
+        checks.tensor(x, type(self).__name__)
+        return F.dropout2d(x, self.p, self.training, self.generator)
+
+
+class Dropout3d(Dropout):
+    """Each channel of (N, C, D, H, W) zeroed with probability ``p`` in training (``F.dropout3d``)."""
+
+    def forward(self, x):
+        checks.tensor(x, type(self).__name__)
+        return F.dropout3d(x, self.p, self.training, self.generator)
 
 
 class DropoutConfig(Config):

@@ -170,3 +170,68 @@ def orthogonal(shape, gain=1.0, generator=None, device=None, dtype=None):
     values = [q[j][i] * gain for i in range(m) for j in range(n)] if tall else \
         [q[i][j] * gain for i in range(n) for j in range(m)]
     return tensor(values, dtype=dtype or "float32", device=device).reshape(shape)
+
+
+# -- PyTorch's in-place spellings: ``init.normal_(layer.weight, std=0.02)`` --------------------------
+# A parameter's value (what ``layer.weight`` reads) stands for its Param, whose value is replaced by
+# a new draw of the same shape, dtype and device; the tensor itself never changes (ember's values are
+# never written in place), so a tensor that is no parameter's value is an error.
+
+def _refill(t, op, make):
+    from ..tensor import Tensor
+    from .module import Param, owner
+    p = t if type(t) is Param else (owner(t) if type(t) is Tensor else None)
+    if p is None:
+        raise ArgumentError("init.%s: expected a parameter (module.weight or a Param), found %s; ember "
+                            "changes no tensor in place: use init.%s(shape, ...) for a new tensor"
+                            % (op, "a tensor that is no parameter's value" if type(t) is Tensor
+                               else type(t).__name__, op[:-1]))
+    v = p.value
+    new = make(v.shape).to(device=v.device, dtype=v.dtype)
+    p.value = new
+    return p.value
+
+
+def normal_(tensor, mean=0.0, std=1.0, generator=None):
+    """PyTorch's in-place spelling: the parameter behind ``tensor`` gets a new value of values drawn from N(mean, std²); returns it."""
+    return _refill(tensor, "normal_", lambda s: normal(s, mean, std, generator))
+
+
+def uniform_(tensor, a=0.0, b=1.0, generator=None):
+    """PyTorch's in-place spelling: the parameter behind ``tensor`` gets a new value of values drawn from U(a, b); returns it."""
+    return _refill(tensor, "uniform_", lambda s: uniform(s, a, b, generator))
+
+
+def constant_(tensor, val):
+    """PyTorch's in-place spelling: the parameter behind ``tensor`` gets a new value of ``val`` everywhere; returns it."""
+    return _refill(tensor, "constant_", lambda s: constant(s, val))
+
+
+def zeros_(tensor):
+    """PyTorch's in-place spelling: the parameter behind ``tensor`` gets a new value of zeros; returns it."""
+    return _refill(tensor, "zeros_", lambda s: zeros(s))
+
+
+def ones_(tensor):
+    """PyTorch's in-place spelling: the parameter behind ``tensor`` gets a new value of ones; returns it."""
+    return _refill(tensor, "ones_", lambda s: ones(s))
+
+
+def xavier_uniform_(tensor, gain=1.0, generator=None):
+    """PyTorch's in-place spelling: the parameter behind ``tensor`` gets a new value of Glorot's uniform draw; returns it."""
+    return _refill(tensor, "xavier_uniform_", lambda s: xavier_uniform(s, gain, generator))
+
+
+def xavier_normal_(tensor, gain=1.0, generator=None):
+    """PyTorch's in-place spelling: the parameter behind ``tensor`` gets a new value of Glorot's normal draw; returns it."""
+    return _refill(tensor, "xavier_normal_", lambda s: xavier_normal(s, gain, generator))
+
+
+def kaiming_uniform_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    """PyTorch's in-place spelling: the parameter behind ``tensor`` gets a new value of He's uniform draw; returns it."""
+    return _refill(tensor, "kaiming_uniform_", lambda s: kaiming_uniform(s, a, mode, nonlinearity, generator))
+
+
+def kaiming_normal_(tensor, a=0.0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    """PyTorch's in-place spelling: the parameter behind ``tensor`` gets a new value of He's normal draw; returns it."""
+    return _refill(tensor, "kaiming_normal_", lambda s: kaiming_normal(s, a, mode, nonlinearity, generator))

@@ -7,13 +7,17 @@ from .activation import (ELU, GELU, Hardsigmoid, Hardswish, LeakyReLU, LogSoftma
                          Softplus, Tanh, ELUConfig, GELUConfig, HardsigmoidConfig, HardswishConfig, LeakyReLUConfig,
                          LogSoftmaxConfig, MishConfig, ReLUConfig, SiLUConfig, SigmoidConfig, SoftmaxConfig,
                          SoftplusConfig, TanhConfig)
+from .activation import (CELU, SELU, Hardtanh, LogSigmoid, ReLU6, Softmin, Softsign, CELUConfig, SELUConfig,
+                         HardtanhConfig, LogSigmoidConfig, ReLU6Config, SoftminConfig, SoftsignConfig)
 from .attention import MultiHeadAttention, MultiHeadAttentionConfig, MultiheadAttention, MultiheadAttentionConfig
 from .config import REQUIRED, Config
 from .conv import Conv1d, Conv1dConfig, Conv2d, Conv2dConfig, ConvTranspose2d, ConvTranspose2dConfig
-from .dropout import Dropout, DropoutConfig
+from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, DropoutConfig
 from .embedding import Embedding, EmbeddingConfig
 from .flatten import Flatten, FlattenConfig, Identity, IdentityConfig
 from .linear import Bilinear, BilinearConfig, Linear, LinearConfig
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss,
+                   SmoothL1Loss)
 from .module import LoadReport, Module, ModuleDict, ModuleList, Param, Sequential
 from .norm import (BatchNorm1d, BatchNorm1dConfig, BatchNorm2d, BatchNorm2dConfig, GroupNorm, GroupNormConfig,
                    LayerNorm, LayerNormConfig, RMSNorm, RMSNormConfig)

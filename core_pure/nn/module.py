@@ -13,7 +13,10 @@ Reading a parameter attribute (``layer.weight``) gives its current value, a plai
 every tensor op and ``ember.nn.functional`` takes it. The ``Param`` object itself (its ``id``,
 ``requires_grad``) comes from ``named_parameters()`` or ``get_parameter("fc1.weight")``. Assigning
 a Tensor to a parameter's name replaces its value and keeps its id (what an optimizer step does);
-assigning a ``Param`` registers a new parameter.
+assigning a ``Param`` registers a new parameter. Assigning another parameter's current value ties
+the two names to one ``Param``, as PyTorch does (``lm_head.weight = wte.weight``): both modules
+read its updates, an optimizer updates it once, gradients from both uses add, and ``save`` writes
+it once.
 
 What the base class finds, in the order attributes were first assigned (also on MicroPython, whose
 dicts are unordered): ``Param``s, ``Module``s, ``Tensor``s (buffers: saved, never trained; use
@@ -27,7 +30,10 @@ from ..errors import ArgumentError, ArgumentTypeError, RecordError
 from ..backend import grad_device
 from ..tensor import Tensor, grad_node
 
+import sys
+
 _counter = [0]
+_UNORDERED_DICTS = sys.implementation.name == "micropython"
 
 
 def _next_id():
@@ -44,13 +50,14 @@ class Param:
     steps need no extra call before ``loss.backward()``.
     """
 
-    __slots__ = ("id", "_value", "_requires_grad")
+    __slots__ = ("id", "_value", "_requires_grad", "grad")
 
     def __init__(self, value, requires_grad=True, id=None):
         if type(value) is not Tensor:
             raise ArgumentTypeError("Param: expected a Tensor value, found %s" % type(value).__name__)
         self.id = _next_id() if id is None else id
         self._requires_grad = bool(requires_grad)
+        self.grad = None  # set by loss.backward() for the parameters of an optimizer (PyTorch's loop)
         self.value = value
 
     @property
@@ -60,7 +67,9 @@ class Param:
 
     @value.setter
     def value(self, t):
-        self._value = _as_leaf(t, self.id, self._requires_grad)
+        v = _as_leaf(t, self.id, self._requires_grad)
+        v._param = self  # so that assigning this tensor to another module ties it (Module.__setattr__)
+        self._value = v
 
     @property
     def requires_grad(self):
@@ -87,6 +96,15 @@ class Param:
         """The value's device."""
         return self.value.device
 
+    @property
+    def ndim(self):
+        """The value's number of dims."""
+        return len(self.value.shape)
+
+    def dim(self):
+        """The value's number of dims."""
+        return len(self.value.shape)
+
     def numel(self):
         """The number of elements of the value."""
         return self.value.numel()
@@ -106,6 +124,15 @@ def _as_leaf(t, id, requires_grad):
     if node is not None and node.id == id and node.is_leaf:
         return t
     return t.require_grad(id=id)
+
+
+def owner(t):
+    """The ``Param`` whose current value is the tensor ``t``, or None."""
+    try:
+        p = t._param
+    except AttributeError:
+        return None
+    return p if p is not None and p._value is t else None
 
 
 def _join(prefix, name):
@@ -171,6 +198,10 @@ class Module:
         except AttributeError:  # a subclass assigned before calling Module.__init__
             _init_state(self)
             params = self._params
+        if type(value) is Tensor:
+            tied = owner(value)
+            if tied is not None:  # another parameter's value: share that parameter
+                value = tied
         if type(value) is Param:
             params[name] = value
             try:
@@ -315,21 +346,39 @@ class Module:
         return [b for _, b in self.named_buffers()]
 
     def _slots(self):
-        """(name, tensor, setter) for every saved tensor, in ``state_dict`` order."""
+        """(name, tensor, setter) for every saved tensor, in ``state_dict`` order: a tied
+        parameter (or a module shared under two names) under each of its names."""
+        return [(n, t, set_) for n, t, set_, _ in self._keyed_slots()]
+
+    def _keyed_slots(self):
+        """``_slots`` with a fourth item, the same object for the names of one tensor."""
         out = []
         for prefix, m in self._walk(unique=False):
             items = m._items()
             for n, v in items:
                 if type(v) is Param:
-                    out.append((_join(prefix, n), v.value, _param_setter(v)))
+                    out.append((_join(prefix, n), v.value, _param_setter(v), v))
             for n, v in items:
                 if type(v) is Tensor and n not in m._transient:
-                    out.append((_join(prefix, n), v, _buffer_setter(m, n)))
+                    out.append((_join(prefix, n), v, _buffer_setter(m, n), (id(m), n)))
         return out
 
+    def _tensor_groups(self):
+        """[(names, tensor, setter)], each saved tensor once with all its names (state_dict order)."""
+        groups, index = [], {}
+        for n, t, set_, key in self._keyed_slots():
+            k = id(key) if type(key) is Param else key
+            i = index.get(k)
+            if i is None:
+                index[k] = len(groups)
+                groups.append(([n], t, set_))
+            else:
+                groups[i][0].append(n)
+        return groups
+
     def named_tensors(self):
-        """[(dotted name, Tensor)]: what a record holds (PyTorch's ``state_dict``): parameter
-        values and saved buffers."""
+        """[(dotted name, Tensor)]: what PyTorch's ``state_dict`` holds: parameter values and
+        saved buffers, a tied one under each of its names (``save`` writes it once)."""
         return [(n, t) for n, t, _ in self._slots()]
 
     def state_dict(self):
@@ -340,14 +389,15 @@ class Module:
         return out
 
     def load_state_dict(self, tensors, strict=True):
-        """Set parameters and buffers from a dict or a list of (name, Tensor); see ``load``."""
-        pairs = list(tensors.items()) if type(tensors) is dict else list(tensors)
+        """Set parameters and buffers from a dict (``OrderedDict`` and other mappings too) or a
+        list of (name, Tensor); see ``load``."""
+        pairs = list(tensors.items()) if hasattr(tensors, "items") else list(tensors)
         found = {}
         for n, t in pairs:
             found[n] = t
         report = self._fit([(n, t.shape, t.dtype) for n, t in pairs], "Module.load_state_dict", strict)
-        for name, tensor, set_ in self._slots():
-            t = found.get(name)
+        for names, tensor, set_ in self._tensor_groups():
+            t = _first(found, names)
             if t is not None and _fits(tensor, t.shape, t.dtype):
                 set_(t.to(tensor.device).to(tensor.dtype))
         return report
@@ -394,6 +444,34 @@ class Module:
             p.value = value
         return out
 
+    def apply(self, fn):
+        """Call ``fn(module)`` for every submodule, children before their parent, this module
+        last (PyTorch's order; a shared module once); returns self.
+
+        >>> model.apply(lambda m: init.zeros_(m.bias) if isinstance(m, Linear) else None)
+        """
+        done = set()
+        stack = [(self, False)]
+        while stack:
+            m, expanded = stack.pop()
+            if expanded:
+                fn(m)
+                continue
+            if id(m) in done:
+                continue
+            done.add(id(m))
+            stack.append((m, True))
+            for c in reversed(m.children()):
+                if id(c) not in done:
+                    stack.append((c, False))
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        """Forget the gradients a PyTorch-style ``loss.backward()`` left on the parameters
+        (``Param.grad``); ``set_to_none`` is accepted for PyTorch's signature (they always become None)."""
+        for p in self.parameters():
+            p.grad = None
+
     def requires_grad_(self, requires_grad=True):
         """Set ``requires_grad`` on every parameter; returns self."""
         for p in self.parameters():
@@ -401,14 +479,26 @@ class Module:
         return self
 
     # -- device, dtype and mode --------------------------------------------------------------------------
-    def to(self, target):
-        """Move every parameter and buffer to a device (``ember.Cpu()``), or cast the float ones
-        to a dtype (``ember.float16``). Changes this module in place (ids kept) and returns it."""
+    def to(self, target=None, dtype=None, device=None):
+        """Move every parameter and buffer to a device (``ember.Cpu()``, ``"cpu"``), or cast the
+        float ones to a dtype (``ember.float16``), or both (``to(device=..., dtype=...)``). Changes
+        this module in place (ids kept) and returns it."""
         from ..backend import Backend
-        if isinstance(target, Backend):
-            move = _to_device(target)
-        else:
-            move = _to_dtype(dtypes.get(target, "Module.to"))
+        from ..device import resolve
+        from ..tensor import _is_device_name
+        if isinstance(target, Backend) or (type(target) is str and _is_device_name(target)):
+            device = target
+        elif target is not None:
+            dtype = target
+        if device is None and dtype is None:
+            raise ArgumentError("Module.to: expected a device or a dtype, found none")
+        if device is not None:
+            self._move(_to_device(resolve(device, "Module.to")))
+        if dtype is not None:
+            self._move(_to_dtype(dtypes.get(dtype, "Module.to")))
+        return self
+
+    def _move(self, move):
         for _, m in self._walk():
             items = m._items()
             for n, v in items:
@@ -416,7 +506,6 @@ class Module:
                     v.value = move(v.value)
                 elif type(v) is Tensor:
                     object.__setattr__(m, n, move(v))
-        return self
 
     def train(self, mode=True):
         """Set training mode (dropout active, batch norm on batch statistics) on every module."""
@@ -446,13 +535,24 @@ class Module:
     def save(self, path, precision=None):
         """Write the parameters and saved buffers to a safetensors file (``precision``: None keeps
         each dtype, or "f32", "f16", "bf16"). The metadata names the module class
-        (``ember_module``) and, when a Config built it, holds the config JSON (``ember_config``)."""
+        (``ember_module``) and, when a Config built it, holds the config JSON (``ember_config``).
+
+        A tensor with several names (a tied parameter, a module shared under two names) is written
+        once, as ``safetensors.torch.save_model`` does: under the first of its names in sorted
+        order, each other name in the metadata mapped to it; ``load`` accepts either name."""
         from .. import record
         metadata = {"ember_module": type(self).__name__}
         config = self.__dict__.get("_config")
         if config is not None:
             metadata["ember_config"] = config.to_json()
-        record.write(path, self.named_tensors(), metadata=metadata, precision=precision)
+        tensors = []
+        for names, t, _ in self._tensor_groups():
+            kept = min(names)
+            for n in names:
+                if n != kept:
+                    metadata[n] = kept
+            tensors.append((kept, t))
+        record.write(path, tensors, metadata=metadata, precision=precision)
 
     def load(self, path, strict=True):
         """Load parameters and buffers saved by ``save`` (or any safetensors file with PyTorch's
@@ -470,10 +570,10 @@ class Module:
             names = {}
             for e in entries:
                 names[e.name] = e
-            for name, tensor, set_ in self._slots():
-                e = names.get(name)
+            for group, tensor, set_ in self._tensor_groups():
+                e = _first(names, group)
                 if e is not None and _fits(tensor, tuple(e.shape), e.dtype):
-                    set_(reader.read(name, device=tensor.device, dtype=tensor.dtype))
+                    set_(reader.read(e.name, device=tensor.device, dtype=tensor.dtype))
         return report
 
     @classmethod
@@ -497,13 +597,14 @@ class Module:
         for n, shape, dtype in found:
             have[n] = (shape, dtype)
         missing, mismatched, mine = [], [], {}
-        for name, tensor, _ in self._slots():
-            mine[name] = True
-            f = have.get(name)
-            if f is None:
-                missing.append(name)
-            elif not _fits(tensor, f[0], f[1]):
-                mismatched.append((name, _describe(tensor.shape, tensor.dtype), _describe(f[0], f[1])))
+        for names, tensor, _ in self._tensor_groups():  # a tied tensor is there if any of its names is
+            for name in names:
+                mine[name] = True
+                f = have.get(name)
+                if f is not None and not _fits(tensor, f[0], f[1]):
+                    mismatched.append((name, _describe(tensor.shape, tensor.dtype), _describe(f[0], f[1])))
+            if _first(have, names) is None:
+                missing.extend(names)
         unexpected = [n for n, _, _ in found if n not in mine]
         report = LoadReport(missing, unexpected, mismatched)
         if strict and not report.ok:
@@ -539,6 +640,15 @@ class Module:
             for n, c in reversed(children):
                 stack.append((n, c, depth + 1, False))
         return "\n".join(lines)
+
+
+def _first(found, names):
+    """The value in ``found`` of the first of ``names`` it holds, or None."""
+    for n in names:
+        v = found.get(n)
+        if v is not None:
+            return v
+    return None
 
 
 def _param_setter(p):
@@ -701,16 +811,33 @@ class ModuleDict(Module):
             self.update(modules)
 
     def update(self, modules):
-        """Add or replace the modules of ``modules``: a dict or (name, module) pairs.
-
-        A plain dict's keys are taken in sorted order (MicroPython's dicts are unordered); pass pairs
-        or a ``ModuleDict`` to keep another order.
-        """
-        pairs = modules.items() if type(modules) is dict else modules
-        if type(modules) is dict:
-            pairs = sorted(pairs)  # a plain dict has no order on MicroPython
+        """Add modules from a mapping (in its order; a plain dict's keys sorted on MicroPython,
+        whose dicts have none) or from (key, module) pairs."""
+        pairs = list(modules.items()) if hasattr(modules, "items") else modules
+        if type(modules) is dict and _UNORDERED_DICTS:
+            pairs = sorted(pairs)
         for k, m in pairs:
             self[k] = m
+
+    def __getattr__(self, name):
+        # ``blocks.encoder`` reads the module stored under "encoder" (PyTorch's attribute access)
+        if name[:1] != "_":
+            m = self._dict.get(name)
+            if m is not None:
+                return m
+        return Module.__getattr__(self, name)
+
+    def __setattr__(self, name, value):
+        if name[:1] != "_" and isinstance(value, Module):
+            self[name] = value
+        else:
+            Module.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        if name in self._dict:
+            del self[name]
+        else:
+            Module.__delattr__(self, name)
 
     def __setitem__(self, key, module):
         if type(key) is not str:

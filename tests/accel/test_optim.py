@@ -14,7 +14,7 @@ import torch
 import ember
 import ember.nn.functional as F
 from ember.accel.autodiff import Autodiff, Gradients
-from ember.accel.optim import SGD, Adagrad, Adam, AdamW, GradientsParams, RMSprop, lr, track
+from ember.accel.optim import SGD, Adadelta, Adagrad, Adam, AdamW, GradientsParams, RMSprop, lr, track
 from ember.nn.linear import Linear
 from ember.nn.module import Module, Param
 from harness import backends
@@ -26,7 +26,8 @@ SHAPES = [(3, 4), (4,), (2,)]
 STEPS = 6
 
 OPTIMIZERS = {"SGD": (SGD, torch.optim.SGD), "Adam": (Adam, torch.optim.Adam), "AdamW": (AdamW, torch.optim.AdamW),
-              "RMSprop": (RMSprop, torch.optim.RMSprop), "Adagrad": (Adagrad, torch.optim.Adagrad)}
+              "RMSprop": (RMSprop, torch.optim.RMSprop), "Adagrad": (Adagrad, torch.optim.Adagrad),
+              "Adadelta": (Adadelta, torch.optim.Adadelta)}
 
 CONFIGS = [
     ("SGD", {"lr": 0.1}),
@@ -55,6 +56,9 @@ CONFIGS = [
     ("Adagrad", {"lr": 0.1, "initial_accumulator_value": 0.5, "eps": 1e-6}),
     ("Adagrad", {"lr": 0.1, "lr_decay": 0.05, "weight_decay": 0.2, "initial_accumulator_value": 0.1,
                  "maximize": True}),
+    ("Adadelta", {}),
+    ("Adadelta", {"lr": 0.5, "rho": 0.8, "eps": 1e-4}),
+    ("Adadelta", {"lr": 1.0, "weight_decay": 0.1, "maximize": True}),
 ]
 CONFIG_IDS = ["%s-%s" % (n, ",".join("%s=%s" % kv for kv in sorted(kw.items())) or "defaults") for n, kw in CONFIGS]
 

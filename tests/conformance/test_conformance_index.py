@@ -86,7 +86,7 @@ def setitem_cases():
     specs.append(put("setitem.f32.3x4.none_i0", IX[None, 0], [x, F((4,))]))
     specs.append(put("setitem.i32.3x4.i1.float", IX[1], [I((3, 4), "i32")], 2.7, "i32"))
     specs.append(put("setitem.i32.3x4.i1.float_tensor", IX[1], [I((3, 4), "i32"), F((4,))], None, "i32"))
-    specs.append(put("setitem.i8.4.wrap", IX[0], [I((4,), "i8")], 200, "i8"))
+    specs.append(put("setitem.i8.4.edge", IX[0], [I((4,), "i8")], -128, "i8"))  # 200 raises (bounds)
     specs.append(put("setitem.b.2x3.i0", IX[0], [B((2, 3))], True, "b"))
     specs.append(put("setitem.f16.4.s1_", IX[1:], [F((4,), "f16"), F((3,), "f32")], None, "f16"))
     specs.append(put("setitem.f32.0d.ell", IX[...], [F(())], 2.5))

@@ -9,7 +9,7 @@ import struct
 
 import ember
 from ember import bfloat16, bool_, float16, float32, float64, int8, int32, int64
-from harness.check import assert_equal, assert_true
+from harness.check import assert_equal, assert_true, raises
 
 PARAMETERS = ("device",)
 
@@ -121,8 +121,11 @@ def test_scalar_takes_the_tensors_precision(device):
     # 0.1 meets a float16 tensor as float16(0.1) = 0x2E66 = 0.0999755859375, so 1 + 0.1 is float16(1.0999755859375)
     x = ember.ones(1, dtype=float16, device=device)
     assert_equal(_bits16(x + 0.1), [0x3C66])
-    # int8 + 200 wraps in int8, as torch does: 1 + 200 = 201 -> -55
-    assert_equal((ember.ones(1, dtype=int8, device=device) + 200).tolist(), [-55])
+    # an int scalar must fit the integer dtype it meets (numpy's rule; torch wraps 200 to -56 first):
+    # int8 + 200 raises, while a result beyond int8 wraps: 101 + 100 = 201 -> -55
+    with raises(ember.ArgumentError, "add: the Python int 200 does not fit int8"):
+        ember.ones(1, dtype=int8, device=device) + 200
+    assert_equal((ember.full((1,), 101, dtype=int8, device=device) + 100).tolist(), [-55])
 
 
 def test_arithmetic_on_bools(device):

@@ -386,7 +386,9 @@ def test_set_default_device_with_a_non_device(device):
 
 
 def test_creation_with_a_non_device(device):
-    e = expect(ArgumentTypeError, lambda: ember.zeros(2, device="cpu"), "'cpu'")
+    e = expect(ArgumentTypeError, lambda: ember.zeros(2, device=3), "found 3")
+    assert_true("zeros" in str(e), "the message does not name the op: %r" % str(e))
+    e = expect(ember.DeviceError, lambda: ember.zeros(2, device="tpu"), "'tpu'", "cpu, numpy")  # names: device.named
     assert_true("zeros" in str(e), "the message does not name the op: %r" % str(e))
 
 

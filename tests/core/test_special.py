@@ -130,3 +130,12 @@ def test_activation_configs_build_their_modules(device):
         check.assert_true(type(m) is cls, "%r built %s" % (cfg, type(m).__name__))
         check.assert_equal(m(x), fn(x), repr(cfg))
     check.assert_true(repr(act.Hardtanh(-2.0, 3.0)) == "Hardtanh(min_val=-2.0, max_val=3.0)", repr(act.Hardtanh(-2.0, 3.0)))
+
+
+def test_the_new_activations_are_reachable_from_ember_nn(device):
+    import ember.nn as nn
+    x = ember.tensor([[-7.0, 0.5, 7.0]], device=device)
+    for name in ("Softsign", "SELU", "ReLU6", "LogSigmoid", "CELU", "Hardtanh", "Softmin"):
+        check.assert_true(getattr(nn, name) is getattr(act, name), name)
+        check.assert_true(getattr(nn, name + "Config") is getattr(act, name + "Config"), name)
+    check.assert_equal(nn.Hardtanh(-2.0, 3.0)(x), x.clamp(-2.0, 3.0))
