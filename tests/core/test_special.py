@@ -113,7 +113,9 @@ def test_uint8_promotes_as_pytorch_does(device):
     for other, result in want:
         y = ember.ones(2, dtype=other, device=device)
         check.assert_true((x + y).dtype is result and (y + x).dtype is result, "%s + %s" % (u, other))
-    check.assert_true((x + 300).dtype is u and (x + 300).tolist() == [45, 45])
+    check.assert_true((x + 255).dtype is u and (x + 255).tolist() == [0, 0])  # results wrap
+    with check.raises(ember.ArgumentError, "add: the Python int 300 does not fit uint8"):
+        x + 300  # §3: a Python int the dtype cannot hold is refused (PyTorch wraps it: 45)
     check.assert_true((x * 2.5).dtype is ember.float32 and (x > 0).dtype is ember.bool)
     check.assert_true(ember.tensor([1, 2], dtype="uint8", device=device).dtype is u)
     check.assert_true(repr(x).endswith("dtype=uint8, device=%r)" % (device,)), repr(x))
