@@ -70,9 +70,11 @@ def log_softmax(x, dim=-1):
 @composite
 def linear(x, weight, bias=None):
     """x @ weightᵀ + bias, with PyTorch's layout: ``weight`` is [out_features, in_features]."""
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and type(t) is not Tensor:
+    for name, t in (("input", x), ("weight", weight), ("bias", bias)):
+        if (t is not None or name != "bias") and type(t) is not Tensor:
             raise ArgumentTypeError("linear: expected a tensor %s, found %s" % (name, type(t).__name__))
+    if len(weight.shape) not in (1, 2):
+        raise ShapeError("linear: expected a weight of shape (out_features, in_features), found %s" % (weight.shape,))
     out = x @ weight.transpose(0, 1) if len(weight.shape) == 2 else x @ weight
     return out + bias if bias is not None else out
 
@@ -140,6 +142,9 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, n, op):
     _check_positive(stride, "stride", op)
     _check_positive(dilation, "dilation", op)
     kernel = weight.shape[2:]
+    if [k for k in kernel if k < 1]:
+        raise ShapeError("%s: expected a kernel of size >= 1 in every spatial dim, found weight of shape %s"
+                         % (op, weight.shape))
     pads = _conv_padding(padding, n, kernel, dilation, stride, op)
     for i in range(n):
         size = x.shape[2 + i] + pads[i][0] + pads[i][1]
@@ -288,13 +293,17 @@ def dropout(x, p=0.5, training=True, generator=None):
 @composite
 def embedding(index, weight, padding_idx=None):
     """Rows of ``weight`` ([num_embeddings, dim]) at ``index``; output shape index.shape + (dim,)."""
-    if len(weight.shape) != 2:
-        raise ShapeError("embedding: expected a 2-D weight, found shape %s" % (weight.shape,))
+    from ..indexing import index_select
+    if type(weight) is not Tensor or len(weight.shape) != 2:
+        raise ShapeError("embedding: expected a 2-D weight, found %s"
+                         % (("shape %s" % (weight.shape,)) if type(weight) is Tensor else type(weight).__name__))
+    if type(index) is not Tensor:
+        raise ArgumentTypeError("embedding: expected an int tensor index, found %s" % type(index).__name__)
     flat = index.reshape(-1)
-    rows = weight.index_select(0, flat)
+    rows = index_select(weight, 0, flat, "embedding")
     if padding_idx is not None:  # the padding row's lookups carry no gradient back to the weight
         from ..elementwise import where
-        rows = where((flat == padding_idx).unsqueeze(1), weight.detach().index_select(0, flat), rows)
+        rows = where((flat == padding_idx).unsqueeze(1), index_select(weight.detach(), 0, flat, "embedding"), rows)
     return rows.reshape(index.shape + (weight.shape[1],))
 
 
@@ -364,10 +373,15 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
 def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """Normalize (N, C, ...) per channel. Training uses batch statistics and updates the running
     ones in place (``running_mean[...] = ...``, unbiased variance), as PyTorch does."""
+    x, dtype = _upcast(_floating(x, "batch_norm"))
     if len(x.shape) < 2:
         raise ShapeError("batch_norm: expected (N, C, ...), found shape %s" % (x.shape,))
-    x, dtype = _upcast(_floating(x, "batch_norm"))
     c = x.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None and (type(t) is not Tensor or t.shape != (c,)):
+            raise ShapeError("batch_norm: expected %s of shape (%d,) (the channels of input %s), found %s"
+                             % (name, c, x.shape, t.shape if type(t) is Tensor else type(t).__name__))
     dims = (0,) + tuple(range(2, len(x.shape)))
     if training:
         count = x.numel() // c
@@ -527,6 +541,9 @@ def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0
         if op_ < 0 or op_ >= max(s, dl):
             raise ArgumentError("conv_transpose2d: output_padding must be smaller than stride or dilation, found %s"
                                 % (output_padding,))
+    if [k for k in weight.shape[2:] if k < 1]:
+        raise ShapeError("conv_transpose2d: expected a kernel of size >= 1 in every spatial dim, found weight "
+                         "of shape %s" % (weight.shape,))
     x = _floating(x, "conv_transpose2d")
     n, c, h, w = x.shape
     # spread the input: stride - 1 zeros between neighbours
