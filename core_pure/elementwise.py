@@ -217,6 +217,10 @@ def _as_bool(v):
 
 def logical(op, a, b):
     """``logical_and/or/xor``: any dtypes, read as true where nonzero; the result is bool."""
+    for v in (a, b):
+        if type(v) not in (Tensor, int, float, bool):
+            from .errors import ArgumentTypeError
+            raise ArgumentTypeError("logical_%s: expected a tensor or a number, found %s" % (op, type(v).__name__))
     return binary(op, _as_bool(a), _as_bool(b))
 
 

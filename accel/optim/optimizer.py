@@ -440,7 +440,7 @@ def _finite(v, key, op):
 
 def _preview(names, n=4):
     names = list(names)
-    s = ", ".join(names[:n])
+    s = ", ".join([str(v) for v in names[:n]])
     return "[%s%s]" % (s, ", ..." if len(names) > n else "")
 
 

@@ -76,6 +76,8 @@ def linear(x, weight, bias=None):
     if len(weight.shape) not in (1, 2):
         raise ShapeError("linear: expected a weight of shape (out_features, in_features), found %s" % (weight.shape,))
     out = x @ weight.transpose(0, 1) if len(weight.shape) == 2 else x @ weight
+    if bias is not None and bias.shape not in ((), out.shape[-1:]):
+        raise ShapeError("linear: expected bias of shape (%d,) (out_features), found %s" % (out.shape[-1], bias.shape))
     return out + bias if bias is not None else out
 
 
@@ -233,6 +235,9 @@ def avg_pool1d(x, kernel_size, stride=None, padding=0):
 
 @composite
 def leaky_relu(x, negative_slope=0.01):
+    if type(negative_slope) not in (int, float):
+        raise ArgumentTypeError("leaky_relu: expected negative_slope as a number, found %s"
+                                % type(negative_slope).__name__)
     return x.where(x >= 0, x * negative_slope)
 
 
@@ -588,6 +593,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         allowed = ones(L, S, dtype=dtypes.bool_, device=query.device).tril()
         scores = scores.masked_fill(~allowed, float("-inf"))
     if attn_mask is not None:
+        from ..shapes import broadcast_shapes
+        if type(attn_mask) is not Tensor:
+            raise ArgumentTypeError("scaled_dot_product_attention: expected attn_mask as a tensor, found %s"
+                                    % type(attn_mask).__name__)
+        broadcast_shapes(scores.shape, attn_mask.shape, "scaled_dot_product_attention")
         if attn_mask.dtype is dtypes.bool_:
             scores = scores.where(attn_mask, float("-inf"))
         else:
@@ -611,8 +621,11 @@ def _reduce_loss(loss, reduction, op, weight_sum=None):
 
 
 def _check_same_shape(a, b, op):
+    for name, t in (("input", a), ("target", b)):
+        if type(t) is not Tensor:
+            raise ArgumentTypeError("%s: expected a tensor %s, found %s" % (op, name, type(t).__name__))
     if a.shape != b.shape:
-        raise ShapeError("%s: input shape %s and target shape %s differ" % (op, a.shape, b.shape))
+        raise ShapeError("%s: expected a target of the input's shape %s, found %s" % (op, a.shape, b.shape))
 
 
 def _class_weights(target, weight, ignore_index, dtype):
@@ -664,7 +677,14 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     (same shape as the input), with PyTorch's ``weight``, ``ignore_index`` and ``label_smoothing``."""
     if not 0.0 <= label_smoothing <= 1.0:
         raise ArgumentError("cross_entropy: label_smoothing must be in [0, 1], found %r" % (label_smoothing,))
+    for name, t in (("input", input), ("target", target)):
+        if type(t) is not Tensor:
+            raise ArgumentTypeError("cross_entropy: expected a tensor %s, found %s" % (name, type(t).__name__))
     cdim = 1 if len(input.shape) > 1 else 0
+    c = input.shape[cdim] if input.shape else 1
+    if weight is not None and (type(weight) is not Tensor or weight.shape != (c,)):
+        raise ShapeError("cross_entropy: expected weight of shape (%d,) (one per class), found %s"
+                         % (c, weight.shape if type(weight) is Tensor else type(weight).__name__))
     logp = log_softmax(input, cdim)
     c = input.shape[cdim] if input.shape else 1
     wlogp = logp if weight is None else logp * weight.reshape((c,) + (1,) * (len(input.shape) - cdim - 1))
