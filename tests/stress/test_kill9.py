@@ -16,7 +16,7 @@ from ember.accel.train import Checkpoints, read_state
 from probes import scale, tally
 
 KILLS = scale(5, 50)
-EPOCHS = scale(12, 70)
+EPOCHS = scale(25, 200)  # enough that the last kill lands before the end (a kill comes after 1-3 epochs)
 SEED = 1409
 
 CHILD = textwrap.dedent('''

@@ -14,7 +14,7 @@ import ember.nn.layers as nn
 from ember.accel import Autodiff
 from ember.accel.optim import Adam
 
-from harness.backends import BACKENDS
+from harness.backends import REGISTRY
 from probes import scale, tally
 
 SOAK_SECONDS = float(os.environ.get("EMBER_SOAK_SECONDS", scale(4, 600)))
@@ -24,7 +24,7 @@ LIMIT_PCT = 2.0
 
 
 def _device(name):
-    factory = dict(BACKENDS)[name]
+    factory = dict(REGISTRY)[name]
     try:
         return factory()
     except (ImportError, RuntimeError) as e:

@@ -21,8 +21,8 @@ from ember.accel.train import Learner
 from probes import Outcomes, scale
 
 SEEDS = (14, 2718, 16180)
-OPT_INPUTS = scale(300, 20000)
-STATE_INPUTS = scale(300, 5000)
+OPT_INPUTS = scale(300, 6000)
+STATE_INPUTS = scale(300, 3000)
 DEV = Autodiff(ember.Cpu())
 VALUES = [None, True, 0, -1, 1, 2 ** 63, 1e308, float("nan"), float("inf"), "x", "", [], [1], {}, {"a": 1},
           [[[]]], "weight", 0.5]
