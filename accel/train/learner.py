@@ -170,7 +170,7 @@ def _from_state(path, field, fn, value):
     key, nesting a loader cannot take) is a ``RecordError`` naming the file and the field."""
     try:
         return fn(value)
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError) as e:
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError, RecursionError) as e:
         if isinstance(e, RecordError):
             raise
         raise RecordError("Learner: %s: %s field %r is damaged (%s: %s)"
