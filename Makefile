@@ -12,6 +12,8 @@
 #                   unix port with the board's heap (tests/boards), and the same bundle on wasm
 #   make demo       every examples/*.py on CPython, then on MicroPython; ends training on the digits
 #   make bench      every bench/*.py on CPython (bench/_*.py are shared helpers)
+#   make stress     tests/stress at full scale (fuzzers, kill -9 campaign, 10-minute soaks per backend,
+#                   threads, the bad-call table); ends with one JSON line of totals
 #   make cross-check  compile the portable C kernels for aarch64 and Cortex-M4 (zig cc)
 #   make wheels     dist/: the x86_64 and aarch64 (zig cc) abi3 manylinux wheels and the pure one; tests
 #                   the aarch64 wheel under qemu-user and the pure one in Pyodide (tools/wheels/)
@@ -39,7 +41,7 @@ MPY_PORTS ?= wasm unix
 PYTEST_ARGS ?=
 MPY_ARGS ?=
 
-.PHONY: test test-py test-mpy test-boards test-quickstart demo bench cross-check wheels clean venv system $(VENV) node_modules
+.PHONY: test test-py test-mpy test-boards test-quickstart demo bench cross-check wheels stress clean venv system $(VENV) node_modules
 
 # ---- environments -----------------------------------------------------------
 
@@ -110,6 +112,16 @@ test-mpy: $(foreach port,$(MPY_PORTS),$(MPY_NEEDS_$(port)))
 	  echo "==> MicroPython, $$port port: $$run"; \
 	  $$run --require '$(MPY_REQUIRE_BACKENDS)' $(MPY_ARGS) || status=1; \
 	done; \
+	exit $$status
+
+# make test runs tests/stress reduced; here at full scale (EMBER_STRESS=full), each probe appending its
+# counts to a report that tests/stress/summary.py sums into the last line
+stress: $(VENV)
+	@report=$$(mktemp); status=0; \
+	export XDG_RUNTIME_DIR="$${XDG_RUNTIME_DIR:-$$(mktemp -d)}"; \
+	EMBER_STRESS=full EMBER_STRESS_REPORT="$$report" EMBER_REQUIRE_BACKENDS='$(EMBER_REQUIRE_BACKENDS)' \
+	  $(PY) -m pytest -q tests/stress $(PYTEST_ARGS) || status=1; \
+	$(PY) tests/stress/summary.py "$$report"; rm -f "$$report"; \
 	exit $$status
 
 # ---- examples and benchmarks --------------------------------------------------

@@ -141,18 +141,26 @@ def ones(*size, dtype=None, device=None):
     return _full(size_args(size, "ones"), 1, dtype or dtypes.default_float, device, "ones")
 
 
+def _like(x, op):
+    if type(x) is not Tensor:
+        raise ArgumentTypeError("%s: expected a tensor, found %s" % (op, type(x).__name__))
+
+
 def zeros_like(x, dtype=None, device=None):
     """Zeros with ``x``'s shape, and its dtype and device unless given."""
+    _like(x, "zeros_like")
     return _full(x.shape, 0, dtype or x.dtype, device or x.device, "zeros_like")
 
 
 def ones_like(x, dtype=None, device=None):
     """Ones with ``x``'s shape, and its dtype and device unless given."""
+    _like(x, "ones_like")
     return _full(x.shape, 1, dtype or x.dtype, device or x.device, "ones_like")
 
 
 def full_like(x, fill_value, dtype=None, device=None):
     """``fill_value`` with ``x``'s shape, and its dtype and device unless given."""
+    _like(x, "full_like")
     return _full(x.shape, fill_value, dtype or x.dtype, device or x.device, "full_like")
 
 
@@ -225,7 +233,7 @@ def _draws_on_host(dev):
 
 def empty(*size, dtype=None, device=None):
     """A tensor of ``size``; ember fills it with zeros (no uninitialized memory is ever exposed)."""
-    return zeros(*size, dtype=dtype, device=device)
+    return _full(size_args(size, "empty"), 0, dtype or dtypes.default_float, device, "empty")
 
 
 def empty_like(x, dtype=None, device=None):

@@ -189,11 +189,26 @@ def clamp(x, min=None, max=None):
     if min is None and max is None:
         from .errors import ArgumentError
         raise ArgumentError("clamp: expected min or max, found neither")
+    _clamp_bounds(x, min, max)
     if min is not None:
         x = binary("maximum", x, min)
     if max is not None:
         x = binary("minimum", x, max)
     return x
+
+
+def _clamp_bounds(x, lo, hi):
+    """Errors in clamp's arguments named as clamp's, not as the maximum/minimum it runs."""
+    from .errors import ArgumentTypeError
+    if type(x) is not Tensor:
+        raise ArgumentTypeError("clamp: expected a tensor input, found %s" % type(x).__name__)
+    for name, v in (("min", lo), ("max", hi)):
+        if type(v) is Tensor:
+            same_device(x, v, "clamp")
+            broadcast_shapes(x.shape, v.shape, "clamp")
+        elif v is not None and type(v) not in (int, float, bool) and not hasattr(v, "dtype"):
+            raise ArgumentTypeError("clamp: expected %s as a number, a tensor or None, found %s"
+                                    % (name, type(v).__name__))
 
 
 def isfinite(x):
@@ -212,6 +227,10 @@ def _as_bool(v):
 
 def logical(op, a, b):
     """``logical_and/or/xor``: any dtypes, read as true where nonzero; the result is bool."""
+    for v in (a, b):
+        if type(v) not in (Tensor, int, float, bool):
+            from .errors import ArgumentTypeError
+            raise ArgumentTypeError("logical_%s: expected a tensor or a number, found %s" % (op, type(v).__name__))
     return binary(op, _as_bool(a), _as_bool(b))
 
 

@@ -427,18 +427,32 @@ def _scatter_multiply(x, d, index, src):
     return out.reshape(x.shape)
 
 
-def index_select(x, dim, index):
+def _as(op, fn, *args):
+    """``fn(*args)``; an index the device finds out of range is reported as ``op``'s, the op the user
+    called (a GPU reports it at the next read, under the primitive's name)."""
+    try:
+        return fn(*args)
+    except IndexOutOfRange as e:
+        text = str(e)
+        if text.startswith("gather:"):
+            raise IndexOutOfRange(op + text[6:])
+        raise
+
+
+def index_select(x, dim, index, op="index_select"):
     """The entries of ``x`` at the 1-D ``index`` along ``dim``."""
-    index = _index_tensor(index, "index_select")
+    if type(x) is not Tensor:
+        raise ArgumentTypeError("%s: expected a tensor input, found %s" % (op, type(x).__name__))
+    index = _index_tensor(index, op)
     if len(index.shape) > 1:
-        raise ShapeError("index_select: expected a 1-D index, found shape %s" % (index.shape,))
+        raise ShapeError("%s: expected a 1-D index, found shape %s" % (op, index.shape))
     if not x.shape:
-        return gather(x, 0, index.reshape(()))
-    d = _dim(dim, len(x.shape), "index_select")
+        return _as(op, gather, x, 0, index.reshape(()))
+    d = _dim(dim, len(x.shape), op)
     index = index.reshape(-1)
     view = (1,) * d + (index.shape[0],) + (1,) * (len(x.shape) - d - 1)
     target = x.shape[:d] + (index.shape[0],) + x.shape[d + 1:]
-    return gather(x, d, index.reshape(view).expand(target))
+    return _as(op, gather, x, d, index.reshape(view).expand(target))
 
 
 def take(x, index):
@@ -446,7 +460,7 @@ def take(x, index):
     index = _index_tensor(index, "take")
     n = x.numel()
     from .elementwise import where
-    return take_along(x.reshape(-1), where(index < 0, index + n, index))
+    return _as("take", take_along, x.reshape(-1), where(index < 0, index + n, index))
 
 
 def masked_fill(x, mask, value):

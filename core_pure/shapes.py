@@ -41,7 +41,7 @@ def broadcast_shapes(a, b, op):
         elif x == 1:
             out.append(y)
         else:
-            raise ShapeError("%s: shapes %s and %s cannot broadcast (dims %d and %d differ and neither is 1)"
+            raise ShapeError("%s: shapes %s and %s cannot broadcast: expected equal dims or a 1, found %d and %d"
                              % (op, tuple(a), tuple(b), x, y))
     return tuple(out)
 

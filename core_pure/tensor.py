@@ -141,12 +141,13 @@ class Tensor:
 
     def __len__(self):
         if not self.shape:
-            raise ArgumentTypeError("len: a 0-d tensor has no length")
+            raise ArgumentTypeError("len: expected a tensor of at least 1 dim, found a 0-d tensor (use item())")
         return self.shape[0]
 
     def __iter__(self):
-        for i in range(len(self)):
-            yield self[i]
+        if not self.shape:
+            raise ArgumentTypeError("iter: expected a tensor of at least 1 dim, found a 0-d tensor (use item())")
+        return (self[i] for i in range(self.shape[0]))
 
     def __bool__(self):
         if self.numel() != 1:

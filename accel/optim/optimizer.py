@@ -125,12 +125,8 @@ class Optimizer:
 
     def _check(self, hyper):
         """Validate hyperparameters (subclasses extend)."""
-        lr = hyper.get("lr")
-        if type(lr) not in (int, float) or lr < 0:
-            raise ArgumentError("%s: lr must be a number >= 0, found %r" % (type(self).__name__, lr))
-        wd = hyper.get("weight_decay", 0.0)
-        if type(wd) not in (int, float) or wd < 0:
-            raise ArgumentError("%s: weight_decay must be a number >= 0, found %r" % (type(self).__name__, wd))
+        _finite(hyper.get("lr"), "lr", type(self).__name__)
+        _finite(hyper.get("weight_decay", 0.0), "weight_decay", type(self).__name__)
 
     @property
     def lr(self):
@@ -140,8 +136,7 @@ class Optimizer:
 
     @lr.setter
     def lr(self, value):
-        if type(value) not in (int, float) or value < 0:
-            raise ArgumentError("%s: lr must be a number >= 0, found %r" % (type(self).__name__, value))
+        _finite(value, "lr", type(self).__name__)
         for g in self.param_groups:
             g["lr"] = value
 
@@ -226,6 +221,12 @@ class Optimizer:
                         g = g.to(x.dtype)
                     items.append((p, rec, x, g))
                 plan.append((group, items))
+            if by_id and not any(items for _, items in plan):
+                trainable = [n for n, p in self.named_parameters() if p.requires_grad]
+                if trainable:
+                    raise ArgumentError("%s.step: none of the %d gradients is for a parameter of this optimizer "
+                                        "(%s): gradients of another model?"
+                                        % (type(self).__name__, len(by_id), _preview(trainable)))
             for group, items in plan:
                 states = []
                 for p, _, _, _ in items:
@@ -300,8 +301,13 @@ class Optimizer:
         the groups or names differ, ``ShapeError`` when a state tensor's shape does not fit."""
         op = "%s.load_state_dict" % type(self).__name__
         groups = state_dict.get("param_groups") if type(state_dict) is dict else None
-        if groups is None or "state" not in state_dict:
-            raise ArgumentTypeError("%s: expected a dict with 'param_groups' and 'state'" % op)
+        if type(groups) is not list or type(state_dict.get("state")) is not dict:
+            raise ArgumentTypeError("%s: expected a dict with 'param_groups' (a list) and 'state' (a dict), found %s"
+                                    % (op, _kind(state_dict)))
+        for i, g in enumerate(groups):
+            if type(g) is not dict or type(g.get("params")) is not list:
+                raise ArgumentTypeError("%s: expected group %d as a dict with 'params' (a list of names), found %s"
+                                        % (op, i, _kind(g)))
         if len(groups) != len(self.param_groups):
             raise ArgumentError("%s: the saved optimizer has %d parameter group(s), this one %d"
                                 % (op, len(groups), len(self.param_groups)))
@@ -310,26 +316,49 @@ class Optimizer:
             if list(saved["params"]) != names:
                 raise ArgumentError("%s: group %d holds parameters %s, the saved one %s"
                                     % (op, i, _preview(names), _preview(saved["params"])))
+        restored = []
+        for saved, mine in zip(groups, self.param_groups):
+            unknown = [k for k in saved if k != "params" and k not in self.DEFAULTS]
+            if unknown:
+                raise ArgumentError("%s: unknown group option(s) %s" % (op, ", ".join(sorted(unknown))))
+            new = dict(mine)
+            for k, v in saved.items():
+                if k != "params":
+                    new[k] = v
+            self._check(new)
+            for k in self.DEFAULTS:  # switches: a string "false" would read as true
+                if type(self.DEFAULTS[k]) is bool and type(new[k]) is not bool:
+                    raise ArgumentError("%s: %s must be True or False, found %r" % (op, k, new[k]))
+            restored.append(new)
         new_state = {}
         by_name = dict(self.named_parameters())
         for n, s in state_dict["state"].items():
+            if type(s) is not dict:
+                raise ArgumentTypeError("%s: expected the state of %r as a dict, found %s" % (op, n, _kind(s)))
             p = by_name.get(n)
             if p is None:
                 raise ArgumentError("%s: state for unknown parameter %r" % (op, n))
-            new_state[p.id] = self._fit_state(n, p, s, op)
-        for saved, mine in zip(groups, self.param_groups):
-            for k, v in saved.items():
-                if k != "params":
-                    mine[k] = v
-            self._check(mine)
+            new_state[p.id] = self._fit_state(n, p, s, restored[self._names[n]], op)
+        for mine, new in zip(self.param_groups, restored):  # nothing changes before everything is checked
+            mine.update(new)
         self.state = new_state
         # a model loaded from a record (Module.load) holds plain values: make them leaves again
         track([p for _, p in self.named_parameters() if p.requires_grad], strict=False)
 
-    def _fit_state(self, name, p, s, op):
+    def _fit_state(self, name, p, s, group, op):
         inner = _inner(p.value.device)
         out = {}
+        step = s.get("step")
+        if type(step) is not int or step < 0:
+            raise ArgumentError("%s: state of parameter %r needs a step count (an int >= 0), found %r"
+                                % (op, name, step))
         for k, v in s.items():
+            if not isinstance(v, Tensor) and type(v) not in (int, float):
+                raise ArgumentTypeError("%s: state %r of parameter %r is %s, expected a Tensor or a number"
+                                        % (op, k, name, _kind(v)))
+            if k in self.STATE_TENSORS and not isinstance(v, Tensor):
+                raise ArgumentTypeError("%s: state %r of parameter %r is %s, expected a Tensor"
+                                        % (op, k, name, _kind(v)))
             if isinstance(v, Tensor):
                 if v.shape != p.shape:
                     raise ShapeError("%s: state %r of parameter %r has shape %s, the parameter %s"
@@ -339,7 +368,16 @@ class Optimizer:
                 if v.dtype is not p.dtype:
                     v = v.to(p.dtype)
             out[k] = v
+        held = [k for k in self.STATE_TENSORS if k in out]
+        needs = self._state_needs(group)
+        if held and held != needs:
+            raise ArgumentError("%s: state of parameter %r holds %s, expected %s"
+                                % (op, name, _preview(held), _preview(needs)))
         return out
+
+    def _state_needs(self, group):
+        """The state tensors (in ``STATE_TENSORS`` order) a stepped parameter of ``group`` holds."""
+        return list(self.STATE_TENSORS)
 
     def save(self, path):
         """Write the state as a safetensors record (see the module docstring); returns ``path``."""
@@ -375,20 +413,27 @@ class Optimizer:
             if meta.get("optimizer") != type(self).__name__:
                 raise RecordError("%s: %s holds the state of %s, not %s"
                                   % (op, path, meta.get("optimizer"), type(self).__name__))
-            groups = json.loads(meta["param_groups"])
-            scalars = json.loads(meta["scalars"])
+            groups = _meta_json(meta, "param_groups", list, op, path)
+            scalars = _meta_json(meta, "scalars", dict, op, path)
             by_name = dict(self.named_parameters())
             state = {}
             for n, s in scalars.items():
+                if type(s) is not dict:
+                    raise RecordError("%s: %s: the scalars of %r are %s, expected an object" % (op, path, n, _kind(s)))
                 state[n] = dict(s)
             for full in reader.names():
+                if "." not in full:
+                    raise RecordError("%s: %s holds tensor %r, expected '<parameter>.<state>' names" % (op, path, full))
                 n, k = full.rsplit(".", 1)
                 p = by_name.get(n)
                 if p is None:
                     raise RecordError("%s: %s holds state for %r, which this optimizer does not have" % (op, path, n))
                 inner = _inner(p.value.device)
                 state.setdefault(n, {})[k] = reader.read(full, device=inner)
-        self.load_state_dict({"param_groups": groups, "state": state})
+        try:
+            self.load_state_dict({"param_groups": groups, "state": state})
+        except (ArgumentError, ArgumentTypeError, ShapeError) as e:
+            raise RecordError("%s: %s does not fit this optimizer: %s" % (op, path, e))
 
     def __repr__(self):
         lines = [type(self).__name__ + " ("]
@@ -442,9 +487,35 @@ class _FedValues(list):
         return list.__getitem__(self, i)
 
 
+def _kind(v):
+    return type(v).__name__
+
+
+def _meta_json(meta, key, kind, op, path):
+    """The JSON value of metadata ``key``, which must be a ``kind`` (list or dict)."""
+    text = meta.get(key)
+    if type(text) is not str:
+        raise RecordError("%s: %s has no %r metadata (found %s)" % (op, path, key, _kind(text)))
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise RecordError("%s: %s: metadata %r is not valid JSON (%s)" % (op, path, key, e))
+    except RecursionError:
+        raise RecordError("%s: %s: metadata %r is nested too deeply" % (op, path, key))
+    if type(value) is not kind:
+        raise RecordError("%s: %s: metadata %r is %s, expected %s" % (op, path, key, _kind(value), kind.__name__))
+    return value
+
+
+def _finite(v, key, op):
+    """A hyperparameter that must be a finite number >= 0 (nan and inf would poison every step)."""
+    if type(v) not in (int, float) or not 0 <= v < float("inf"):
+        raise ArgumentError("%s: %s must be a finite number >= 0, found %r" % (op, key, v))
+
+
 def _preview(names, n=4):
     names = list(names)
-    s = ", ".join(names[:n])
+    s = ", ".join([str(v) for v in names[:n]])
     return "[%s%s]" % (s, ", ..." if len(names) > n else "")
 
 

@@ -9,14 +9,12 @@ parameter.
 """
 from ember.errors import ArgumentError
 
-from .optimizer import Optimizer, _cohorts, _full_like, _lerp, _zeros_like
+from .optimizer import Optimizer, _cohorts, _finite, _full_like, _lerp, _zeros_like
 from .updates import adam_update, adam_values, sgd_update, sgd_values
 
 
 def _nonneg(hyper, key, op):
-    v = hyper.get(key)
-    if type(v) not in (int, float) or v < 0:
-        raise ArgumentError("%s: %s must be a number >= 0, found %r" % (op, key, v))
+    _finite(hyper.get(key), key, op)
 
 
 class SGD(Optimizer):
@@ -30,6 +28,10 @@ class SGD(Optimizer):
     DEFAULTS = {"lr": 1e-3, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nesterov": False,
                 "maximize": False}
     CAPTURE = True  # a captured step (ember.accel.compile) may replay it: _hyper is refilled each replay
+    STATE_TENSORS = ("momentum_buffer",)
+
+    def _state_needs(self, group):
+        return ["momentum_buffer"] if group["momentum"] > 0 else []
 
     def _check(self, h):
         Optimizer._check(self, h)
@@ -65,6 +67,10 @@ class Adam(Optimizer):
     DEFAULTS = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0, "amsgrad": False,
                 "maximize": False}
     DECOUPLED = False
+    STATE_TENSORS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+
+    def _state_needs(self, group):
+        return list(self.STATE_TENSORS if group["amsgrad"] else self.STATE_TENSORS[:2])
     CAPTURE = True  # a captured step may replay it: _hyper (bias corrections included) is refilled each replay
 
     def _check(self, h):
@@ -121,6 +127,10 @@ class RMSprop(Optimizer):
 
     DEFAULTS = {"lr": 1e-2, "alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0, "momentum": 0.0,
                 "centered": False, "maximize": False}
+    STATE_TENSORS = ("square_avg", "momentum_buffer", "grad_avg")
+
+    def _state_needs(self, group):
+        return [k for k, on in zip(self.STATE_TENSORS, (True, group["momentum"] > 0, group["centered"])) if on]
 
     def _check(self, h):
         Optimizer._check(self, h)
@@ -162,6 +172,7 @@ class Adagrad(Optimizer):
 
     DEFAULTS = {"lr": 1e-2, "lr_decay": 0.0, "weight_decay": 0.0, "initial_accumulator_value": 0.0,
                 "eps": 1e-10, "maximize": False}
+    STATE_TENSORS = ("sum",)
 
     def _check(self, h):
         Optimizer._check(self, h)

@@ -52,11 +52,37 @@ def read_state(path):
     file = os.path.join(path, STATE)
     try:
         with open(file) as f:
-            return json.load(f)
+            state = json.load(f)
     except OSError as e:
         raise RecordError("checkpoint: %s is not a checkpoint (cannot read %s: %s)" % (path, STATE, e.strerror or e))
     except ValueError as e:
         raise RecordError("checkpoint: %s: %s is not valid JSON: %s" % (path, STATE, e))
+    except RecursionError:
+        raise RecordError("checkpoint: %s: %s is nested too deeply" % (path, STATE))
+    _check_state(state, file)
+    return state
+
+
+def _number(v):
+    return type(v) in (int, float)
+
+
+def _check_state(state, file):
+    """The fields every checkpoint has: ``position`` [epoch, batch] and ``metric`` (a number or null)."""
+    if type(state) is not dict:
+        raise RecordError("checkpoint: %s holds %s, expected an object" % (file, type(state).__name__))
+    pos = state.get("position")
+    if type(pos) is not list or len(pos) != 2 or [v for v in pos if type(v) is not int or v < 0]:
+        raise RecordError("checkpoint: %s: position is %s, expected [epoch, batch] (ints >= 0)"
+                          % (file, _short(pos)))
+    metric = state.get("metric")
+    if metric is not None and not _number(metric):
+        raise RecordError("checkpoint: %s: metric is %s, expected a number or null" % (file, _short(metric)))
+
+
+def _short(v, n=60):
+    text = repr(v)
+    return text if len(text) <= n else text[:n] + "..."
 
 
 class Checkpoint:
@@ -90,8 +116,18 @@ class Checkpoints:
         self.keep_last = keep_last
         self.keep_best = bool(keep_best)
         self.mode = mode
-        os.makedirs(self.folder, exist_ok=True)
+        self._writable()
         self._clean()
+
+    def _writable(self):
+        """Fail now, not after an epoch of training, when the folder cannot hold checkpoints."""
+        probe = os.path.join(self.folder, "%sprobe-%d" % (_TMP, os.getpid()))
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+            os.makedirs(probe, exist_ok=True)
+            os.rmdir(probe)
+        except OSError as e:
+            raise ArgumentError("Checkpoints: cannot write checkpoints to %s (%s)" % (self.folder, e.strerror or e))
 
     def _clean(self):
         """Remove what an interrupted write or prune left behind; a checkpoint moved aside for a
@@ -118,6 +154,7 @@ class Checkpoints:
             try:
                 c = Checkpoint(path, read_state(path))
             except (RecordError, KeyError, TypeError, AttributeError):
+                # a damaged folder is not a checkpoint to resume from or keep as best
                 continue
             if lineage is None or c.lineage == lineage:
                 out.append(c)

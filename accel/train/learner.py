@@ -24,7 +24,7 @@ import numpy as np
 
 from ember import rng
 from ember.backend import grad_device
-from ember.errors import ArgumentError, ArgumentTypeError
+from ember.errors import ArgumentError, ArgumentTypeError, RecordError
 from ember.nn.module import Module
 from ember.tensor import Tensor
 
@@ -160,6 +160,24 @@ def _set_rng_states(state):
     random.setstate((version, tuple(internal), gauss))
     kind, keys, pos, has_gauss, cached = state["numpy"]
     np.random.set_state((kind, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
+
+
+def _history(rows):
+    if type(rows) is not list or [r for r in rows if type(r) is not dict]:
+        raise TypeError("expected a list of objects, found %s" % type(rows).__name__)
+    return [dict(r) for r in rows]
+
+
+def _from_state(path, field, fn, value):
+    """``fn(value)`` for a field of a checkpoint's state.json: a damaged field (a wrong type, a missing
+    key, nesting a loader cannot take) is a ``RecordError`` naming the file and the field."""
+    try:
+        return fn(value)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError, RecursionError) as e:
+        if isinstance(e, RecordError):
+            raise
+        raise RecordError("Learner: %s: %s field %r is damaged (%s: %s)"
+                          % (path, ckpt.STATE, field, type(e).__name__, e))
 
 
 def _train_step(model, optimizer, loss_fn, x, y):
@@ -412,14 +430,18 @@ class Learner:
         track(self.model)
         self.optimizer.load(os.path.join(path, ckpt.OPTIMIZER))
         if self.scheduler is not None:
-            if state["scheduler"] is None:
+            if state.get("scheduler") is None:
                 raise ArgumentError("Learner: %s was saved without a scheduler; this Learner has %r"
                                     % (path, self.scheduler))
-            self.scheduler.load_state_dict(state["scheduler"])
+            _from_state(path, "scheduler", self.scheduler.load_state_dict, state["scheduler"])
         if self.early_stopping is not None and state.get("early_stopping"):
-            self.early_stopping.load_state_dict(state["early_stopping"])
-        _set_rng_states(state["rng"])
-        self.history = [dict(r) for r in state["history"]]
+            _from_state(path, "early_stopping", self.early_stopping.load_state_dict, state["early_stopping"])
+        _from_state(path, "rng", _set_rng_states, state.get("rng"))
+        self.history = _from_state(path, "history", _history, state.get("history"))
+        metrics = state.get("metrics")
+        if metrics is not None and (type(metrics) is not dict or [v for v in metrics.values() if type(v) is not dict]):
+            raise RecordError("Learner: %s: %s field 'metrics' is %s, expected an object of objects"
+                              % (path, ckpt.STATE, type(metrics).__name__))
         return state
 
     def _resume_point(self, store, resume):
@@ -505,8 +527,8 @@ class Learner:
     def _reset_metrics(self, run):
         for m in self.split_metrics + self.run_metrics:
             m.reset()
-            if run.accumulators is not None and m.name in run.accumulators:
-                m.load_state_dict(run.accumulators[m.name])  # a run resumed mid-epoch
+            if run.accumulators is not None and m.name in run.accumulators:  # a run resumed mid-epoch
+                _from_state(run.resumed, "metrics", m.load_state_dict, run.accumulators[m.name])
         run.accumulators = None
 
     def _train_epoch(self, run, train):

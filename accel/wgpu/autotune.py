@@ -11,10 +11,12 @@ recorded as unusable and never timed.
 import json
 import os
 import time
+import warnings
 
 MIN_FLOPS = 1 << 27  # 512^3 multiply-adds
 _memory = {}
 _loaded = []
+_warned = []  # cache paths found corrupt (each warned about once)
 tunings = []  # (key, {variant: seconds or None}) of the tunings done in this process
 
 
@@ -35,31 +37,38 @@ def key_for(adapter, op, dtype, dims):
     return "%s|%s|%s|%s" % (adapter, op, dtype.name, "x".join(str(_pow2(d)) for d in dims))
 
 
+def _read(path):
+    """The cache file's choices, ``{}`` when there is none; a corrupt file (not JSON, nested too
+    deeply, not an object of names) is treated as empty, with one warning per path."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except OSError:
+        return {}
+    except (ValueError, RecursionError) as e:
+        data = e
+    if isinstance(data, dict) and all(isinstance(v, str) for v in data.values()):
+        return data
+    if path not in _warned:
+        _warned.append(path)
+        warnings.warn("ember autotune: ignoring the corrupt cache %s (%s); it is rewritten on the next tuning"
+                      % (path, data if isinstance(data, Exception) else "not an object of variant names"),
+                      RuntimeWarning, stacklevel=3)
+    return {}
+
+
 def _load():
     path = cache_path()
     if _loaded and _loaded[0] == path:
         return
     _memory.clear()
-    try:
-        with open(path) as f:
-            data = json.load(f)
-        if isinstance(data, dict):
-            _memory.update({k: v for k, v in data.items() if isinstance(v, str)})
-    except (OSError, ValueError):
-        pass
+    _memory.update(_read(path))
     _loaded[:] = [path]
 
 
 def _save(key, name):
     path = cache_path()
-    data = {}
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        data = {}
-    if not isinstance(data, dict):
-        data = {}
+    data = _read(path)
     data[key] = name
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -96,8 +96,8 @@ class Config:
             spec = f[2]
             if type(spec) is tuple:
                 if v not in spec:
-                    raise ArgumentError("%s: %s must be one of %s, found %r"
-                                        % (cls, name, ", ".join(repr(s) for s in spec), v))
+                    raise ArgumentError("%s: %s must be one of %s, found %s"
+                                        % (cls, name, ", ".join(repr(s) for s in spec), _show(v)))
                 continue
             if spec[-1] == "?":  # None allowed
                 if v is None:
@@ -105,7 +105,7 @@ class Config:
                 spec = spec[:-1]
             test, what = CHECKS[spec]
             if not test(v):
-                raise ArgumentError("%s: %s must be %s, found %r" % (cls, name, what, v))
+                raise ArgumentError("%s: %s must be %s, found %s" % (cls, name, what, _show(v)))
         self.validate()
 
     def validate(self):
@@ -156,10 +156,14 @@ class Config:
     @classmethod
     def from_json(cls, text):
         """The config a ``to_json`` text describes; unknown or bad fields raise ArgumentError."""
+        if type(text) not in (str, bytes):
+            raise ArgumentTypeError("%s.from_json: expected a JSON text, found %s" % (cls.__name__, type(text).__name__))
         try:
             values = json.loads(text)
         except ValueError as e:
             raise ArgumentError("%s.from_json: invalid JSON (%s)" % (cls.__name__, e))
+        except RuntimeError:  # RecursionError (MicroPython: RuntimeError) on deeply nested input
+            raise ArgumentError("%s.from_json: invalid JSON (nested too deeply)" % cls.__name__)
         if type(values) is not dict:
             raise ArgumentError("%s.from_json: expected a JSON object, found %s"
                                 % (cls.__name__, type(values).__name__))
@@ -186,3 +190,12 @@ class Config:
     def __repr__(self):
         return "%s(%s)" % (type(self).__name__,
                            ", ".join("%s=%r" % (f[0], getattr(self, f[0])) for f in self.FIELDS))
+
+
+def _show(v):
+    """``v`` for an error message: a container by its type and size (a nested one could be too deep to print)."""
+    if type(v) in (list, tuple, dict):
+        items = v.values() if type(v) is dict else v
+        if [i for i in items if type(i) in (list, tuple, dict)]:
+            return "a %s of %d items" % (type(v).__name__, len(v))
+    return repr(v)

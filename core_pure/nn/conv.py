@@ -31,6 +31,18 @@ class _ConvNd(Module):
                  generator, transposed=False, output_padding=0):
         super().__init__()
         n, op = self.N, self.NAME
+        checks.count(in_channels, op, "in_channels", 1)
+        checks.count(out_channels, op, "out_channels", 1)
+        checks.count(groups, op, "groups", 1)
+        kernel_size = checks.counts(kernel_size, n, op, "kernel_size", 1)
+        stride = checks.counts(stride, n, op, "stride", 1)
+        dilation = checks.counts(dilation, n, op, "dilation", 1)
+        if type(padding) is str:
+            if transposed or padding not in ("valid", "same"):
+                raise ArgumentError("%s: expected padding %san int or %d ints, found %r"
+                                    % (op, "" if transposed else "'valid', 'same', ", n, padding))
+        else:
+            padding = checks.counts(padding, n, op, "padding", 0)
         if in_channels % groups or out_channels % groups:
             raise ArgumentError("%s: in_channels %d and out_channels %d must both divide by groups=%d"
                                 % (op, in_channels, out_channels, groups))
@@ -42,7 +54,10 @@ class _ConvNd(Module):
         self.dilation = _tuple(dilation, n)
         self.groups = groups
         if transposed:
-            self.output_padding = _tuple(output_padding, n)
+            self.output_padding = checks.counts(output_padding, n, op, "output_padding", 0)
+            if [i for i in range(n) if self.output_padding[i] >= max(self.stride[i], self.dilation[i])]:
+                raise ArgumentError("%s: expected output_padding smaller than stride or dilation, found %s "
+                                    "(stride %s, dilation %s)" % (op, self.output_padding, self.stride, self.dilation))
             shape = (in_channels, out_channels // groups) + self.kernel_size
         else:
             shape = (out_channels, in_channels // groups) + self.kernel_size

@@ -17,6 +17,8 @@ class Embedding(Module):
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, device=None, generator=None):
         super().__init__()
+        checks.count(num_embeddings, "Embedding", "num_embeddings")
+        checks.count(embedding_dim, "Embedding", "embedding_dim")
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise ArgumentError("Embedding: padding_idx must be in [-%d, %d), found %d"

@@ -73,10 +73,14 @@ def log_softmax(x, dim=-1, dtype=None):
 @composite
 def linear(x, weight, bias=None):
     """x @ weightᵀ + bias, with PyTorch's layout: ``weight`` is [out_features, in_features]."""
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and type(t) is not Tensor:
+    for name, t in (("input", x), ("weight", weight), ("bias", bias)):
+        if (t is not None or name != "bias") and type(t) is not Tensor:
             raise ArgumentTypeError("linear: expected a tensor %s, found %s" % (name, type(t).__name__))
+    if len(weight.shape) not in (1, 2):
+        raise ShapeError("linear: expected a weight of shape (out_features, in_features), found %s" % (weight.shape,))
     out = x @ weight.transpose(0, 1) if len(weight.shape) == 2 else x @ weight
+    if bias is not None and bias.shape not in ((), out.shape[-1:]):
+        raise ShapeError("linear: expected bias of shape (%d,) (out_features), found %s" % (out.shape[-1], bias.shape))
     return out + bias if bias is not None else out
 
 
@@ -153,6 +157,9 @@ def conv_args(x, weight, stride, padding, dilation, groups, n, op):
     _check_positive(stride, "stride", op)
     _check_positive(dilation, "dilation", op)
     kernel = weight.shape[2:]
+    if [k for k in kernel if k < 1]:
+        raise ShapeError("%s: expected a kernel of size >= 1 in every spatial dim, found weight of shape %s"
+                         % (op, weight.shape))
     pads = _conv_padding(padding, n, kernel, dilation, stride, op)
     for i in range(n):
         size = x.shape[2 + i] + pads[i][0] + pads[i][1]
@@ -394,6 +401,9 @@ def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
 @composite
 def leaky_relu(x, negative_slope=0.01):
     """x where x >= 0, else ``negative_slope`` · x."""
+    if type(negative_slope) not in (int, float):
+        raise ArgumentTypeError("leaky_relu: expected negative_slope as a number, found %s"
+                                % type(negative_slope).__name__)
     return x.where(x >= 0, x * negative_slope)
 
 
@@ -572,13 +582,17 @@ def dropout3d(x, p=0.5, training=True, generator=None):
 @composite
 def embedding(index, weight, padding_idx=None):
     """Rows of ``weight`` ([num_embeddings, dim]) at ``index``; output shape index.shape + (dim,)."""
-    if len(weight.shape) != 2:
-        raise ShapeError("embedding: expected a 2-D weight, found shape %s" % (weight.shape,))
+    from ..indexing import index_select
+    if type(weight) is not Tensor or len(weight.shape) != 2:
+        raise ShapeError("embedding: expected a 2-D weight, found %s"
+                         % (("shape %s" % (weight.shape,)) if type(weight) is Tensor else type(weight).__name__))
+    if type(index) is not Tensor:
+        raise ArgumentTypeError("embedding: expected an int tensor index, found %s" % type(index).__name__)
     flat = index.reshape(-1)
-    rows = weight.index_select(0, flat)
+    rows = index_select(weight, 0, flat, "embedding")
     if padding_idx is not None:  # the padding row's lookups carry no gradient back to the weight
         from ..elementwise import where
-        rows = where((flat == padding_idx).unsqueeze(1), weight.detach().index_select(0, flat), rows)
+        rows = where((flat == padding_idx).unsqueeze(1), index_select(weight.detach(), 0, flat, "embedding"), rows)
     return rows.reshape(index.shape + (weight.shape[1],))
 
 
@@ -649,10 +663,15 @@ def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
 def batch_norm(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """Normalize (N, C, ...) per channel. Training uses batch statistics and updates the running
     ones in place (``running_mean[...] = ...``, unbiased variance), as PyTorch does."""
+    x, dtype = _upcast(_floating(x, "batch_norm"))
     if len(x.shape) < 2:
         raise ShapeError("batch_norm: expected (N, C, ...), found shape %s" % (x.shape,))
-    x, dtype = _upcast(_floating(x, "batch_norm"))
     c = x.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None and (type(t) is not Tensor or t.shape != (c,)):
+            raise ShapeError("batch_norm: expected %s of shape (%d,) (the channels of input %s), found %s"
+                             % (name, c, x.shape, t.shape if type(t) is Tensor else type(t).__name__))
     dims = (0,) + tuple(range(2, len(x.shape)))
     if training:
         count = x.numel() // c
@@ -835,6 +854,9 @@ def conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dil
         if op_ < 0 or op_ >= max(s, dl):
             raise ArgumentError("%s: output_padding must be smaller than stride or dilation, found %s"
                                 % (op, output_padding))
+    if [k for k in weight.shape[2:] if k < 1]:
+        raise ShapeError("%s: expected a kernel of size >= 1 in every spatial dim, found weight of shape %s"
+                         % (op, weight.shape))
     x = _floating(x, op)
     # spread the input: stride - 1 zeros between neighbours
     for i in range(n):
@@ -882,6 +904,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         allowed = ones(L, S, dtype=dtypes.bool_, device=query.device).tril()
         scores = scores.masked_fill(~allowed, float("-inf"))
     if attn_mask is not None:
+        from ..shapes import broadcast_shapes
+        if type(attn_mask) is not Tensor:
+            raise ArgumentTypeError("scaled_dot_product_attention: expected attn_mask as a tensor, found %s"
+                                    % type(attn_mask).__name__)
+        broadcast_shapes(scores.shape, attn_mask.shape, "scaled_dot_product_attention")
         if attn_mask.dtype is dtypes.bool_:
             scores = scores.where(attn_mask, float("-inf"))
         else:
@@ -921,8 +948,11 @@ def _reduce_loss(loss, reduction, op, weight_sum=None):
 
 
 def _check_same_shape(a, b, op):
+    for name, t in (("input", a), ("target", b)):
+        if type(t) is not Tensor:
+            raise ArgumentTypeError("%s: expected a tensor %s, found %s" % (op, name, type(t).__name__))
     if a.shape != b.shape:
-        raise ShapeError("%s: input shape %s and target shape %s differ" % (op, a.shape, b.shape))
+        raise ShapeError("%s: expected a target of the input's shape %s, found %s" % (op, a.shape, b.shape))
 
 
 def _class_weights(target, weight, ignore_index, dtype):
@@ -974,7 +1004,14 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     (same shape as the input), with PyTorch's ``weight``, ``ignore_index`` and ``label_smoothing``."""
     if not 0.0 <= label_smoothing <= 1.0:
         raise ArgumentError("cross_entropy: label_smoothing must be in [0, 1], found %r" % (label_smoothing,))
+    for name, t in (("input", input), ("target", target)):
+        if type(t) is not Tensor:
+            raise ArgumentTypeError("cross_entropy: expected a tensor %s, found %s" % (name, type(t).__name__))
     cdim = 1 if len(input.shape) > 1 else 0
+    c = input.shape[cdim] if input.shape else 1
+    if weight is not None and (type(weight) is not Tensor or weight.shape != (c,)):
+        raise ShapeError("cross_entropy: expected weight of shape (%d,) (one per class), found %s"
+                         % (c, weight.shape if type(weight) is Tensor else type(weight).__name__))
     logp = log_softmax(input, cdim)
     c = input.shape[cdim] if input.shape else 1
     wlogp = logp if weight is None else logp * weight.reshape((c,) + (1,) * (len(input.shape) - cdim - 1))

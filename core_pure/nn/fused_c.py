@@ -155,6 +155,8 @@ def _conv2d_fast(x, weight, bias, stride, padding, dilation, groups):
         return None
     n, c, h, w = x.shape
     o, cg, kh, kw = weight.shape
+    if kh < 1 or kw < 1:  # refused by the composite, with its message
+        return None
     st, pad, dil = _pair(stride), _pair(padding), _pair(dilation)
     if st is None or pad is None or dil is None or min(st + dil) < 1 or min(pad) < 0:
         return None

@@ -20,8 +20,8 @@ class Linear(Module):
 
     def __init__(self, in_features, out_features, bias=True, device=None, generator=None):
         super().__init__()
-        self.in_features = in_features
-        self.out_features = out_features
+        self.in_features = checks.count(in_features, "Linear", "in_features")
+        self.out_features = checks.count(out_features, "Linear", "out_features")
         self.weight = Param(init.kaiming_uniform((out_features, in_features), a=math.sqrt(5),
                                                  generator=generator, device=device))
         if bias:
@@ -54,9 +54,9 @@ class Bilinear(Module):
 
     def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, generator=None):
         super().__init__()
-        self.in1_features = in1_features
-        self.in2_features = in2_features
-        self.out_features = out_features
+        self.in1_features = checks.count(in1_features, "Bilinear", "in1_features", 1)
+        self.in2_features = checks.count(in2_features, "Bilinear", "in2_features")
+        self.out_features = checks.count(out_features, "Bilinear", "out_features")
         bound = 1 / math.sqrt(in1_features)
         self.weight = Param(init.uniform((out_features, in1_features, in2_features), -bound, bound, generator,
                                          device))

@@ -391,11 +391,22 @@ class Module:
     def load_state_dict(self, tensors, strict=True):
         """Set parameters and buffers from a dict (``OrderedDict`` and other mappings too) or a
         list of (name, Tensor); see ``load``."""
-        pairs = list(tensors.items()) if hasattr(tensors, "items") else list(tensors)
+        op = "Module.load_state_dict"
+        if hasattr(tensors, "items"):
+            pairs = list(tensors.items())
+        elif type(tensors) in (list, tuple):
+            pairs = list(tensors)
+        else:
+            raise ArgumentTypeError("%s: expected a mapping or a list of (name, Tensor), found %s"
+                                    % (op, type(tensors).__name__))
         found = {}
-        for n, t in pairs:
-            found[n] = t
-        report = self._fit([(n, t.shape, t.dtype) for n, t in pairs], "Module.load_state_dict", strict)
+        for pair in pairs:
+            if type(pair) not in (tuple, list) or len(pair) != 2 or type(pair[0]) is not str:
+                raise ArgumentTypeError("%s: expected (name, Tensor) pairs, found %r" % (op, _clip(pair)))
+            if type(pair[1]) is not Tensor:
+                raise ArgumentTypeError("%s: expected a Tensor for %r, found %s" % (op, pair[0], type(pair[1]).__name__))
+            found[pair[0]] = pair[1]
+        report = self._fit([(n, t.shape, t.dtype) for n, t in pairs], op, strict)
         for names, tensor, set_ in self._tensor_groups():
             t = _first(found, names)
             if t is not None and _fits(tensor, t.shape, t.dtype):
@@ -878,3 +889,9 @@ class ModuleDict(Module):
 
     def _items(self):
         return self.items() + Module._items(self)
+
+
+def _clip(v, n=60):
+    """``v`` as a short repr for an error message."""
+    text = repr(v)
+    return text if len(text) <= n else text[:n] + "..."

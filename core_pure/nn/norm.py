@@ -17,7 +17,11 @@ class _BatchNorm(Module):
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None):
         super().__init__()
-        self.num_features = num_features
+        self.num_features = checks.count(num_features, self.NAME, "num_features", 1)
+        if type(eps) not in (int, float) or not eps > 0:
+            raise ArgumentError("%s: expected eps > 0, found %r" % (self.NAME, eps))
+        if momentum is not None and (type(momentum) not in (int, float) or not 0 <= momentum <= 1):
+            raise ArgumentError("%s: expected momentum in [0, 1] or None, found %r" % (self.NAME, momentum))
         self.eps = eps
         self.momentum = momentum
         self.affine = affine
@@ -118,6 +122,8 @@ class GroupNorm(Module):
 
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None):
         super().__init__()
+        checks.count(num_groups, "GroupNorm", "num_groups", 1)
+        checks.count(num_channels, "GroupNorm", "num_channels", 1)
         if num_channels % num_groups:
             raise ArgumentError("GroupNorm: num_channels %d must divide by num_groups %d" % (num_channels, num_groups))
         self.num_groups = num_groups

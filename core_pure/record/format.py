@@ -182,6 +182,13 @@ def _entry(name, info, path, data_size, op):
         if not _int(d) or d < 0:
             raise error(op, path, "%s: shape %s holds %s, expected integers >= 0"
                         % (where, _short(shape), repr(d) if _int(d) else _kind(d)))
+    # as safetensors and numpy: the sizes multiply within int64 even when a 0 makes the tensor empty
+    span = 1
+    for d in shape:
+        span *= d if d else 1
+    if span >= 1 << 63:
+        raise error(op, path, "%s: shape %s: its nonzero dims multiply to 2^63 or more, expected a "
+                    "product below 2^63" % (where, _short(shape)))
     offs = info["data_offsets"]
     if type(offs) is not list or len(offs) != 2 or not _int(offs[0]) or not _int(offs[1]):
         raise error(op, path, "%s: data_offsets is %s, expected [begin, end] integers"

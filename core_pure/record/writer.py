@@ -2,7 +2,7 @@
 import os
 
 from .. import dtypes
-from ..errors import ArgumentError, ArgumentTypeError, RecordError
+from ..errors import ArgumentError, ArgumentTypeError, EmberError, RecordError
 from ..tensor import Tensor
 from . import format as fmt
 from .reader import fspath
@@ -196,7 +196,10 @@ def write(path, named_tensors, metadata=None, precision=None):
     entries, layout = _plan(items, target)
     header = fmt.build_header(meta, entries)
     tmp = _temp_name(path)
-    f = open(tmp, "wb")
+    try:
+        f = open(tmp, "wb")
+    except OSError as e:
+        raise _naming(e, path, op)
     try:
         f.write(len(header).to_bytes(8, "little"))
         f.write(header)
@@ -215,7 +218,7 @@ def write(path, named_tensors, metadata=None, precision=None):
         f.close()
         f = None
         _replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         if f is not None:
             try:
                 f.close()
@@ -225,5 +228,14 @@ def write(path, named_tensors, metadata=None, precision=None):
             os.remove(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError) and not isinstance(e, EmberError):
+            raise _naming(e, path, op)
         raise
     _sync_dir(path)
+
+
+def _naming(e, path, op):
+    """An ``OSError`` met while writing the temporary file, as the same error naming ``path``, the file
+    the caller asked for (the temporary name means nothing to them)."""
+    reason = getattr(e, "strerror", None) or str(e)
+    return type(e)(e.args[0] if e.args else None, "%s: cannot write %s: %s" % (op, path, reason))
