@@ -150,7 +150,7 @@ def _calls():
     add("bool/many", "bool", lambda d: bool(x(d)))
     add("len/0d", "len", lambda d: len(ember.tensor(1.0, device=d)))
     add("iter/0d", "iter", lambda d: list(ember.tensor(1.0, device=d)))
-    add("to/str", "to", lambda d: x(d).to("cuda"))
+    add("to/str", "to", lambda d: x(d).to("tpu"))  # "cuda" names the Wgpu device where there is one
     add("to/int", "to", lambda d: x(d).to(3))
     add("int/many", "int", lambda d: int(x(d)))
     # creation
@@ -217,8 +217,9 @@ def _calls():
         add(op + "/stride0", op, lambda d, fn=fn, inp=inp: fn(inp(d), 2, 0))
         add(op + "/pad", op, lambda d, fn=fn, inp=inp: fn(inp(d), 2, 1, 2))
         add(op + "/big", op, lambda d, fn=fn, inp=inp: fn(inp(d), 9))
-        add(op + "/int", op, lambda d, fn=fn, op=op: fn(ember.ones(*((1, 1, 5) if op.endswith("1d") else (1, 1, 5, 5)),
-                                                                  dtype=ember.int64, device=d), 2))
+        if op.startswith("avg"):  # max pools take integers, as PyTorch's do; a mean of ints is refused
+            add(op + "/int", op, lambda d, fn=fn, op=op: fn(ember.ones(*((1, 1, 5) if op.endswith("1d") else (1, 1, 5, 5)),
+                                                                      dtype=ember.int64, device=d), 2))
         add(op + "/type", op, lambda d, fn=fn: fn("x", 2))
     add("adaptive_avg_pool2d/rank", "adaptive_avg_pool2d", lambda d: F.adaptive_avg_pool2d(x(d), 1))
     add("adaptive_avg_pool2d/size", "adaptive_avg_pool2d", lambda d: F.adaptive_avg_pool2d(img(d), 0))
