@@ -16,7 +16,9 @@ from ember.accel.train import Checkpoints, read_state
 from probes import scale, tally
 
 KILLS = scale(5, 50)
-EPOCHS = scale(25, 200)  # enough that the last kill lands before the end (a kill comes after 1-3 epochs)
+# enough that the last kill lands before the end: a kill comes after 1-3 epochs and at most 20 ms
+# more, which a captured step (a few ms per epoch here) can fill with a few epochs
+EPOCHS = scale(40, 300)
 SEED = 1409
 
 CHILD = textwrap.dedent('''
@@ -78,7 +80,7 @@ def test_kill9_campaign(tmp_path):
             seen += line.startswith("batch")
         if proc.poll() is not None:  # it finished before the kill: start over is not a kill
             break
-        time.sleep(rng.uniform(0.0, 0.25))
+        time.sleep(rng.uniform(0.0, 0.02))
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         proc.stdout.close()
