@@ -3,6 +3,7 @@ parameter count, in total and per top-level module; reads no tensor data."""
 import json
 
 from ember.errors import RecordError
+from ember.shapes import numel
 
 from . import formats
 
@@ -16,13 +17,6 @@ def add(sub):
     return p
 
 
-def _numel(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
 def summary(path):
     from ember import record
     kind = formats.sniff(path)  # by content: a .pt named .safetensors is still a .pt
@@ -33,7 +27,7 @@ def summary(path):
     out = info.as_dict()
     groups = {}
     for t in out["tensors"]:
-        t["numel"] = _numel(t["shape"])
+        t["numel"] = numel(t["shape"])
         top = t["name"].split(".", 1)[0] if "." in t["name"] else "(top level)"
         groups[top] = groups.get(top, 0) + t["numel"]
     out["parameters"] = sum(t["numel"] for t in out["tensors"])
