@@ -27,15 +27,6 @@ _resolved = {}  # (class, name) -> (fn or None, its backward or None)
 
 _TENSOR = []  # [ember.Tensor], imported on first use (tensor.py imports the op modules that import this)
 
-TYPE_CHECKING = False  # True only to IDEs and type checkers: they then read composite(fn) as fn (signature, doc)
-if TYPE_CHECKING:
-    try:  # (never runs; the guard keeps the core's import rule for boards)
-        from typing import TypeVar
-        _F = TypeVar("_F")
-    except ImportError:
-        pass
-
-
 def _tensor_class():
     if not _TENSOR:
         from .tensor import Tensor
@@ -43,7 +34,7 @@ def _tensor_class():
     return _TENSOR[0]
 
 
-def composite(fn: "_F") -> "_F":
+def composite(fn):
     """Register ``fn`` as the composite op of its name; returns the function users call, which
     resolves each call for the device of its first tensor argument (see the module doc)."""
     name = fn.__name__

@@ -9,8 +9,8 @@ from ..composite import composite
 from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
 from ..shapes import conv_out_size
 from ..tensor import Tensor
-from .functional import (_check_positive, _tuple, add_bias, avg_pool2d, conv2d, conv_args, conv_transpose,
-                         max_pool2d, pad)
+from .functional import (_check_positive, _pool_geometry, _tuple, add_bias, avg_pool2d, conv2d, conv_args,
+                         conv_transpose, max_pool2d, pad)
 
 
 def _depth_windows(x, kd, stride, dilation, depth):
@@ -56,27 +56,11 @@ def conv_transpose3d(x, weight, bias=None, stride=1, padding=0, output_padding=0
 
 
 def _pool3d_args(x, kernel_size, stride, padding, dilation, name):
-    """The checked ``(kernel, stride, padding, dilation)`` of a 3-D pool, three ints each."""
-    if type(x) is not Tensor:
-        raise ArgumentTypeError("%s: expected a tensor, found %s" % (name, type(x).__name__))
-    if len(x.shape) != 5:
-        raise ShapeError("%s: expected input of 5 dims (N, C, D, H, W), found shape %s" % (name, x.shape))
+    """The checked ``(kernel, stride, padding, dilation)`` of a 3-D pool, three ints each: the 2-D
+    pools' checks (``_pool_geometry``), and a float input, which the separable form needs."""
+    kernel, stride, pads, dilation, _, _ = _pool_geometry(x, kernel_size, stride, padding, dilation, False, 3, name)
     if x.dtype.kind != "f":
         raise DTypeError("%s: expected a float tensor, found %s" % (name, x.dtype.name))
-    kernel = _tuple(kernel_size, 3, "kernel_size", name)
-    stride = kernel if stride is None else _tuple(stride, 3, "stride", name)
-    pads = _tuple(padding, 3, "padding", name)
-    dilation = _tuple(dilation, 3, "dilation", name)
-    _check_positive(kernel, "kernel_size", name)
-    _check_positive(stride, "stride", name)
-    _check_positive(dilation, "dilation", name)
-    for k, p in zip(kernel, pads):
-        if p < 0 or p > k // 2:
-            raise ArgumentError("%s: padding must be between 0 and kernel_size // 2, found %s for kernel %s"
-                                % (name, pads, kernel))
-    for i in range(3):
-        if conv_out_size(x.shape[2 + i], kernel[i], stride[i], (pads[i], pads[i]), dilation[i]) < 1:
-            raise ShapeError("%s: input of shape %s is smaller than the kernel %s" % (name, x.shape, kernel))
     return kernel, stride, pads, dilation
 
 
