@@ -7,6 +7,7 @@ marker that stands above no python block. Shell commands and printed output go i
 blocks, which are never run. Pages of features still being built elsewhere are in PENDING below:
 their tests are skipped with the reason, not hidden.
 """
+import linecache
 import os
 import re
 import sys
@@ -111,7 +112,11 @@ def _run_page(page, tmp_path, monkeypatch):
     for b in blocks(page):
         if b.lang != "python" or b.skip:
             continue
-        code = compile(textwrap.dedent(b.code), "book/%s:%d" % (page, b.line), "exec")
+        source, name = textwrap.dedent(b.code), "book/%s:%d" % (page, b.line)
+        # the block's lines in tracebacks, numbered as in the page
+        padded = "\n" * (b.line - 1) + source
+        linecache.cache[name] = (len(padded), None, padded.splitlines(True), name)
+        code = compile(padded, name, "exec")
         start = time.perf_counter()
         try:
             exec(code, namespace)
