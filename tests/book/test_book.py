@@ -103,6 +103,14 @@ def test_the_collector_reads_markers_and_fences(tmp_path, monkeypatch):
         blocks("r.md")
 
 
+@pytest.mark.parametrize("page", pages())
+def test_every_python_block_compiles(page):
+    """Also the pending pages' and the no-run blocks: a typo is caught before the feature merges."""
+    for b in blocks(page):
+        if b.lang == "python":
+            compile(textwrap.dedent(b.code), "book/%s:%d" % (page, b.line), "exec")
+
+
 def _run_page(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("EMBER_BOOK", "1")
