@@ -50,3 +50,16 @@ def test_a_broken_anchor_fails_the_build(tmp_path):
     run = _build(tmp_path, "# t\n\n[gone](design/fusion.md#no-such-heading)\n")
     assert run.returncode != 0
     assert "no-such-heading" in run.stderr
+
+
+def test_docstring_examples_become_code_blocks():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("doctest_blocks", os.path.join(ROOT, "book", "hooks",
+                                                                                  "doctest_blocks.py"))
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    lines = ["Sum it:", ">>> x = ember.ones(2)", ">>> x.sum().item()", "2.0", "", "after",
+             "```python", ">>> kept = 'inside a fence'", "```"]
+    assert hook.DoctestBlocks(None).run(lines) == [
+        "Sum it:", "", "```pycon", ">>> x = ember.ones(2)", ">>> x.sum().item()", "2.0", "```", "", "", "after",
+        "```python", ">>> kept = 'inside a fence'", "```"]

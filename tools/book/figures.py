@@ -18,7 +18,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EPOCHS = 12
-SIZE = (110, 34)  # the terminal the screenshot shows, in cells
+SIZE = (132, 34)  # the terminal the screenshot shows, in cells
 
 
 def _learner(run_dir, view):
