@@ -3,7 +3,7 @@
     python tools/book/figures.py [OUT_DIR]      # default book/img/generated
 
 - ``dashboard.svg``: the Learner's textual dashboard, driven headless through textual's pilot
-  (``App.run_test``), saved with ``App.save_screenshot`` once two epochs have been validated;
+  (``App.run_test``), saved with ``App.save_screenshot`` once three epochs have been validated;
 - ``curves.png``: the curves the Learner itself writes into its run folder at the end of the run.
 
 The run is the book's MLP (64-32-10) on the 1,437 training digits, validated on 360, 12 epochs
@@ -21,7 +21,7 @@ EPOCHS = 12
 SIZE = (132, 34)  # the terminal the screenshot shows, in cells
 
 
-def _learner(run_dir, view):
+def _learner(run_dir, view, epochs):
     import ember
     import ember.nn as nn
     import ember.nn.functional as F
@@ -42,8 +42,8 @@ def _learner(run_dir, view):
     # a few ms per batch so that the screen has time to draw the run as it goes
     slow = train.map(lambda batch: (time.sleep(0.004), batch)[1], batched=True)
     model = MLP()
-    learner = Learner(model, Adam(model, lr=1e-2), F.cross_entropy, epochs=EPOCHS, run_dir=run_dir,
-                      scheduler=lr.CosineAnnealingLR(1e-2, T_max=EPOCHS * 23), device=ember.Cpu(),
+    learner = Learner(model, Adam(model, lr=1e-2), F.cross_entropy, epochs=epochs, run_dir=run_dir,
+                      scheduler=lr.CosineAnnealingLR(1e-2, T_max=epochs * 23), device=ember.Cpu(),
                       metrics=["accuracy", "f1", "lr", "speed"], progress=view)
     return learner, (DataLoader(slow, 64, shuffle=True, seed=1), DataLoader(valid, 512))
 
@@ -56,19 +56,21 @@ async def _until(pilot, cond, timeout):
         await pilot.pause(0.05)
 
 
-def make(out_dir):
+def make(out_dir, epochs=EPOCHS):
+    """Train ``epochs`` epochs under the dashboard; write ``dashboard.svg`` and ``curves.png`` into ``out_dir``."""
     from ember.accel.train import Dashboard
 
     os.makedirs(out_dir, exist_ok=True)
     run_dir = tempfile.mkdtemp(prefix="ember-book-run-")
     try:
         dashboard = Dashboard(linger=0.0, refresh=0.05)
-        learner, (train, valid) = _learner(run_dir, dashboard)
+        learner, (train, valid) = _learner(run_dir, dashboard, epochs)
         app = dashboard.app_for(lambda: learner.train_loop(train, valid))
 
         async def main():
             async with app.run_test(size=SIZE) as pilot:
-                await _until(pilot, lambda: len(learner.history) >= 3 and app.last_step is not None, 120)
+                shown = min(3, epochs - 1)  # validated epochs on screen when it is taken
+                await _until(pilot, lambda: len(learner.history) >= shown and app.last_step is not None, 120)
                 await pilot.pause(0.3)  # one more refresh: the chart and the table show the latest epoch
                 app.save_screenshot(filename="dashboard.svg", path=out_dir)
                 await _until(pilot, lambda: app.outcome is not None, 300)
