@@ -17,6 +17,8 @@
 #   make cross-check  compile the portable C kernels for aarch64 and Cortex-M4 (zig cc)
 #   make wheels     dist/: the x86_64 and aarch64 (zig cc) abi3 manylinux wheels and the pure one; tests
 #                   the aarch64 wheel under qemu-user and the pure one in Pyodide (tools/wheels/)
+#   make docs       the book (book/, mkdocs.yml) into site/, its figures from a real run; test-docs
+#                   runs every snippet of the book first (tests/book)
 #   make clean      remove .venv, node_modules and build leftovers
 #
 # Variables: PYTEST_ARGS (e.g. PYTEST_ARGS='-k conv -x'), MPY_ARGS (e.g. MPY_ARGS='-k conv -v'),
@@ -169,3 +171,21 @@ wheels: $(VENV)
 clean:
 	rm -rf $(VENV) node_modules build dist *.egg-info core_pure/_ckernels*
 	find . -name __pycache__ -type d -prune -not -path './.git/*' -exec rm -rf {} +
+
+# ---- the book -------------------------------------------------------------------
+
+# The book (book/, mkdocs.yml) into site/: the figures from a real short run first
+# (tools/book/figures.py: the dashboard's screenshot, the training curves), then a strict build:
+# a broken link, a missing page or image, or a docstring the API reference cannot read fails it.
+.PHONY: docs
+docs: $(VENV)
+	@export XDG_RUNTIME_DIR="$${XDG_RUNTIME_DIR:-$$(mktemp -d)}"; \
+	$(PY) tools/book/figures.py book/img/generated
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# Every ```python block of the book run as a test (tests/book), then the book built
+.PHONY: test-docs
+test-docs: $(VENV)
+	@export XDG_RUNTIME_DIR="$${XDG_RUNTIME_DIR:-$$(mktemp -d)}"; \
+	$(PY) -m pytest -q tests/book $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory docs
