@@ -14,7 +14,7 @@ import inspect
 
 from ember.backend import PRIMITIVES, Decorator
 from ember.composite import COMPOSITES, run, unwrap_args
-from ember.errors import ArgumentError, ArgumentTypeError
+from ember.errors import ArgumentError, ArgumentTypeError, DeviceError
 from ember.tensor import Tensor
 import ember.dtypes as dt
 
@@ -199,11 +199,12 @@ class Graph:
         """(a, c) with v = a * batch + c for both traces."""
         if self.b1 == self.b2:
             return 0, v1
-        a, r = divmod(v2 - v1, self.b2 - self.b1)
-        if r or type(v1) is not int or type(v2) is not int:
+        whole = all(type(v) is int or (type(v) is float and v.is_integer()) for v in (v1, v2))
+        a, r = divmod(int(v2 - v1), self.b2 - self.b1) if whole else (0, 1)
+        if r:
             _fail("%s depends on the batch size in a way an ONNX graph cannot express: %r at batch %d, "
                   "%r at batch %d" % (what, v1, self.b1, v2, self.b2))
-        return a, v1 - a * self.b1
+        return a, int(v1) - a * self.b1
 
     def ints(self, v1, v2, what):
         """An int64 vector input: a constant, or ``a * batch + c`` where the two traces differ."""
@@ -545,7 +546,11 @@ def _trace(model, device, xs, opset):
     model.to(trace)
     try:
         ins = [x.to(device).to(trace) for x in xs]
-        out = model(*ins)
+        try:
+            out = model(*ins)
+        except DeviceError as e:
+            _fail("forward met a tensor that is not on the module's device (%s); make tensors in forward "
+                  "with device=x.device so the trace sees them" % (e,))
         outs = _flat_outputs(out)
         named = {}
         for n, t in model.named_tensors():
