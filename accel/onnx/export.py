@@ -190,6 +190,13 @@ class Graph:
             n = self.node("Cast", [n], to=_ONNX_DTYPE[dtype.name])
         return n
 
+    def transposed(self, w):
+        """``w``ᵀ, one Transpose per weight however many calls use it."""
+        key = ("T", w.id)
+        if key not in self._consts:
+            self._consts[key] = self.node("Transpose", [self.name(w)], perm=[1, 0])
+        return self._consts[key]
+
     def batch(self):
         if self._batch is None:
             self._batch = self.node("Shape", [self.batch_input], start=self.batch_dim, end=self.batch_dim + 1)
@@ -444,7 +451,7 @@ def _emit_linear(g, ev, p):
     x, w, b = ev.arrays["x"], ev.arrays["weight"], ev.arrays.get("bias")
     if len(x.shape) == 2:
         return g.node("Gemm", [g.name(x), g.name(w)] + ([g.name(b)] if b is not None else []), transB=1)
-    y = g.node("MatMul", [g.name(x), g.node("Transpose", [g.name(w)], perm=[1, 0])])
+    y = g.node("MatMul", [g.name(x), g.transposed(w)])
     return g.node("Add", [y, g.name(b)]) if b is not None else y
 
 
