@@ -523,6 +523,78 @@ COMPOSITE_EXPORTS = {
 }
 
 
+# -- recurrent layers as one ONNX LSTM/GRU node -------------------------------------------------------
+
+# PyTorch's gate blocks in ONNX's order: LSTM i f g o -> i o f c, GRU r z n -> z r h
+_GATE_ORDER = {"LSTM": (0, 3, 1, 2), "GRU": (1, 0, 2)}
+
+
+def _hook_recurrent(model, trace):
+    """Make each LSTM/GRU of ``model`` record one ``module`` event (the ops of its unrolled
+    forward are run for their values and dropped) where ONNX's operator says the same."""
+    from ember.nn.recurrent import GRU, LSTM
+    for m in model.modules():
+        if type(m) in (LSTM, GRU):
+            object.__setattr__(m, "forward", _recurrent_forward(m, type(m).forward, trace))
+
+
+def _recurrent_forward(m, forward, trace):
+    def hooked(x, hx=None):
+        start = len(trace.events)
+        out = forward(m, x, hx)
+        if hx is not None or len(x.shape) != 3 or x.device is not trace or x.dtype.name != "float32":
+            return out
+        del trace.events[start:]
+        flat = _flat_outputs(out)
+        arrays = {"x": x._data}
+        for n, p in m.named_parameters():
+            arrays[n] = p.value._data
+        trace.events.append(Event("module", arrays, (m.NAME, m.num_layers, m.hidden_size, m.bidirectional,
+                                                     m.batch_first, m.bias), [t._data for t in flat]))
+        return out
+    return hooked
+
+
+def _gates(g, w, kind, hidden, hint):
+    """``w`` ([G·H, ...] in PyTorch's gate order) in ONNX's order."""
+    order = _GATE_ORDER[kind]
+    parts = g.node("Split", [g.name(w), g.np_const([hidden] * len(order), dt.int64)], n_out=len(order), axis=0)
+    return g.node("Concat", [parts[i] for i in order], axis=0)
+
+
+def _emit_recurrent(g, ev):
+    kind, layers, hidden, bidirectional, batch_first, bias = ev.params
+    dirs = ("", "_reverse") if bidirectional else ("",)
+    x = g.name(ev.arrays["x"])
+    if batch_first:
+        x = g.node("Transpose", [x], perm=[1, 0, 2])
+    zero = g.np_const([0], dt.int64)
+    finals = []
+    for layer in range(layers):
+        ws, rs, bs = [], [], []
+        for d in dirs:
+            arr = lambda n: ev.arrays["%s_l%d%s" % (n, layer, d)]  # noqa: E731
+            ws.append(g.node("Unsqueeze", [_gates(g, arr("weight_ih"), kind, hidden, "W"), zero]))
+            rs.append(g.node("Unsqueeze", [_gates(g, arr("weight_hh"), kind, hidden, "R"), zero]))
+            if bias:
+                both = g.node("Concat", [_gates(g, arr("bias_ih"), kind, hidden, "Wb"),
+                                         _gates(g, arr("bias_hh"), kind, hidden, "Rb")], axis=0)
+                bs.append(g.node("Unsqueeze", [both, zero]))
+        stack = lambda vs: vs[0] if len(vs) == 1 else g.node("Concat", vs, axis=0)  # noqa: E731
+        ins = [x, stack(ws), stack(rs)] + ([stack(bs)] if bias else [])
+        attrs = dict(hidden_size=hidden, direction="bidirectional" if bidirectional else "forward")
+        if kind == "GRU":
+            attrs["linear_before_reset"] = 1
+        outs = g.node(kind, ins, n_out=3 if kind == "LSTM" else 2, **attrs)
+        y = g.node("Transpose", [outs[0]], perm=[0, 2, 1, 3])  # (L, D, N, H) -> (L, N, D, H)
+        x = g.node("Reshape", [y, g.np_const([0, 0, -1], dt.int64)])
+        finals.append(outs[1:])
+    y = g.node("Transpose", [x], perm=[1, 0, 2]) if batch_first else x
+    results = [y] + [g.node("Concat", [f[i] for f in finals], axis=0) if layers > 1 else finals[0][i]
+                     for i in range(len(finals[0]))]
+    return results
+
+
 # -- export -------------------------------------------------------------------------------------------
 
 def _flat_outputs(out, where="output"):
@@ -550,6 +622,7 @@ def _inputs(example_input):
 
 def _trace(model, device, xs, opset):
     trace = Trace(device, opset)
+    _hook_recurrent(model, trace)
     model.to(trace)
     try:
         ins = [x.to(device).to(trace) for x in xs]
@@ -677,7 +750,7 @@ def _value_info(onnx, name, a1, a2, g):
 
 def _same_stream(t1, t2):
     if len(t1.events) != len(t2.events) or any(
-            e1.op != e2.op or (e1.op == "composite" and e1.params[0] != e2.params[0])
+            e1.op != e2.op or (e1.op in ("composite", "module") and e1.params[0] != e2.params[0])
             or (e1.op in ("unary", "binary", "reduce", "scan", "pool") and e1.params[0] != e2.params[0])
             for e1, e2 in zip(t1.events, t2.events)):
         _fail("forward ran different ops for batch sizes that differ by one; export needs a forward whose "
@@ -692,6 +765,10 @@ def _emit(g, t1, t2, outputs):
     for ev, ev2 in zip(t1.events, t2.events):
         if ev.op == "expand" and ev.out.id not in outputs and consumers.get(ev.out.id, {"x"}) <= set(_BROADCASTING):
             g.names[ev.out.id] = g.name(ev.params[0])
+            continue
+        if ev.op == "module":
+            for a, n in zip(ev.out, _emit_recurrent(g, ev)):
+                g.names[a.id] = n
             continue
         if ev.op == "composite":
             name, plain = ev.params

@@ -44,6 +44,20 @@ class Tied(nn.Module):
         return F.gelu(h, approximate="tanh"), h.clamp(-0.5, 0.5).mean(1)
 
 
+class StatefulLSTM(nn.Module):
+    """An LSTM given its initial state: traced step by step instead of as one ONNX LSTM."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 6, bias=False)
+        self.h0 = nn.Linear(4, 6)
+
+    def forward(self, x):
+        x = x.transpose(0, 1)
+        h0 = self.h0(x[0]).unsqueeze(0)
+        return self.lstm(x, (h0, h0 * 0.5))
+
+
 def _cases():
     return {
         "mlp": (lambda: nn.Sequential(nn.Linear(10, 16), nn.ReLU(), nn.Linear(16, 4), nn.Softmax(dim=-1)),
@@ -62,6 +76,11 @@ def _cases():
                       lambda b: (ember.randn(b, 5, 16), ember.randn(b, 6, 16), ember.randn(b, 6, 16))),
         "lstm": (lambda: nn.LSTM(6, 10, num_layers=2, batch_first=True), lambda b: ember.randn(b, 5, 6)),
         "gru": (lambda: nn.GRU(6, 10, batch_first=True), lambda b: ember.randn(b, 5, 6)),
+        "gru_bidirectional": (lambda: nn.GRU(6, 8, num_layers=2, bidirectional=True, batch_first=True),
+                              lambda b: ember.randn(b, 4, 6)),
+        "lstm_bidirectional": (lambda: nn.LSTM(6, 8, bidirectional=True, batch_first=True),
+                               lambda b: ember.randn(b, 4, 6)),
+        "lstm_state": (StatefulLSTM, lambda b: ember.randn(b, 3, 4)),
         "ops": (Ops, lambda b: ember.randn(b, 6)),
         "embedding": (Tied, lambda b: ember.randint(0, 11, (b, 9))),
     }
@@ -110,6 +129,15 @@ def test_layers_become_single_onnx_operators(tmp_path):
     assert "Expand" not in ops  # broadcasting expands before Add are left to ONNX broadcasting
     dims = proto.graph.input[0].type.tensor_type.shape.dim
     assert dims[0].dim_param == "batch" and [d.dim_value for d in dims[1:]] == [1, 4, 4]
+
+
+def test_recurrent_layers_become_onnx_lstm_and_gru(tmp_path):
+    model = nn.Sequential(nn.LSTM(3, 4, num_layers=2, batch_first=True))
+    ops = [n.op_type for n in export(model, ember.randn(1, 5, 3), str(tmp_path / "l.onnx")).graph.node]
+    assert ops.count("LSTM") == 2 and "Sigmoid" not in ops
+    ops = [n.op_type for n in export(nn.GRU(3, 4), ember.randn(1, 5, 3), str(tmp_path / "g.onnx"),
+                                     batch_dim=1).graph.node]
+    assert ops.count("GRU") == 1 and "Sigmoid" not in ops
 
 
 def test_opset_20_writes_gelu(tmp_path):
