@@ -624,6 +624,8 @@ def _trace(model, device, xs, opset):
     trace = Trace(device, opset)
     _hook_recurrent(model, trace)
     model.to(trace)
+    from ember.device import set_default_device
+    default = set_default_device(trace)  # tensors forward makes without device= are traced constants
     try:
         ins = [x.to(device).to(trace) for x in xs]
         try:
@@ -638,6 +640,7 @@ def _trace(model, device, xs, opset):
         leaves = {t._data.id: t._data for _, t in model.named_tensors()}
         return trace, [t._data for t in ins], [t._data for t in outs], named, leaves
     finally:
+        set_default_device(default)
         model.to(device)
 
 

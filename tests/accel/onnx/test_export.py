@@ -202,11 +202,28 @@ def test_bad_arguments(tmp_path):
         export(model, ember.randn(2, 3), path, batch_dim=2)
 
 
-class OffDevice(nn.Module):
+class MadeInForward(nn.Module):
     def forward(self, x):
-        return x + ember.ones(*x.shape)
+        return x + ember.ones(*x.shape) + ember.tensor([1.0, 2.0, 3.0])
 
 
-def test_tensor_made_off_the_device_is_explained(tmp_path):
+class OffDevice(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hidden = [ember.ones(3)]  # not a buffer: Module.to does not move it
+
+    def forward(self, x):
+        return x + self.hidden[0]
+
+
+def test_tensors_made_in_forward_are_constants(tmp_path):
+    path = str(tmp_path / "c.onnx")
+    export(MadeInForward(), ember.randn(2, 3), path)
+    x = ember.randn(4, 3)
+    got = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"input": x.numpy()})[0]
+    np.testing.assert_allclose(got, MadeInForward()(x).numpy(), rtol=1e-6)
+
+
+def test_tensor_off_the_device_is_explained(tmp_path):
     with pytest.raises(ArgumentError, match="not on the module's device .* device=x.device"):
         export(OffDevice(), ember.randn(2, 3), str(tmp_path / "bad.onnx"))
