@@ -5,7 +5,8 @@
 
 The forward runs twice on a recording decorator (``Trace``), once on the example and once on it
 with one more row in the batch dim; every primitive (and the composites with a direct ONNX
-operator: linear, softmax, layer_norm, batch_norm, embedding, ...) becomes a node. Parameters and
+operator: linear, softmax, layer_norm, batch_norm, embedding, ...) becomes a node, and an
+``nn.LSTM``/``nn.GRU`` without an initial state one ONNX LSTM/GRU node per layer. Parameters and
 buffers are initializers under their ``state_dict`` names. Integers that differ between the two
 runs (reshape targets, slice bounds, a zeros(batch, ...)) are written as ``a * batch + c`` of the
 input's batch dim, so the file takes any batch size. The ``onnx`` package is needed only here.
@@ -251,7 +252,7 @@ def _unsupported(op, detail=""):
           % (op, detail))
 
 
-def _emit_unary(g, ev, ev2, out):
+def _emit_unary(g, ev, ev2):
     op, x = ev.params[0], g.name(ev.params[1])
     if op in _UNARY:
         return g.node(_UNARY[op], [x])
@@ -274,7 +275,7 @@ def _operand(g, v, v2, dtype, what):
     return g.name(v) if type(v) is TraceArray else g.scalar(v, v2, dtype, what)
 
 
-def _emit_binary(g, ev, ev2, out):
+def _emit_binary(g, ev, ev2):
     op = ev.params[0]
     dtype = next(v.dtype for v in ev.params[1:] if type(v) is TraceArray)
     a = _operand(g, ev.params[1], ev2.params[1], dtype, "the scalar of %s" % op)
@@ -297,7 +298,7 @@ def _emit_binary(g, ev, ev2, out):
     _unsupported("'%s' (binary, %s)" % (op, dtype.name))
 
 
-def _emit_reshape(g, ev, ev2, out):
+def _emit_reshape(g, ev, ev2):
     s1, s2 = list(ev.params[1]), list(ev2.params[1])
     differ = [i for i in range(len(s1)) if s1[i] != s2[i]]
     if len(differ) == 1 and 0 not in s1:
@@ -308,14 +309,14 @@ def _emit_reshape(g, ev, ev2, out):
     return g.node("Reshape", [g.name(ev.params[0]), shape])
 
 
-def _emit_expand(g, ev, ev2, out):
+def _emit_expand(g, ev, ev2):
     x, x2 = ev.params[0], ev2.params[0]
     s1 = [1 if x.shape[i] == s and x2.shape[i] == ev2.params[1][i] else s for i, s in enumerate(ev.params[1])]
     s2 = [1 if x.shape[i] == ev.params[1][i] and x2.shape[i] == s else s for i, s in enumerate(ev2.params[1])]
     return g.node("Expand", [g.name(x), g.ints(s1, s2, "an expand target")])
 
 
-def _emit_slice(g, ev, ev2, out):
+def _emit_slice(g, ev, ev2):
     x, x2 = ev.params[0], ev2.params[0]
     starts, ends, axes, steps = ([], []), ([], []), [], []
     for d, ((b, e, s), (b2, e2, _)) in enumerate(zip(ev.params[1], ev2.params[1])):
@@ -337,7 +338,7 @@ def _emit_slice(g, ev, ev2, out):
                             g.np_const(steps, dt.int64)])
 
 
-def _emit_full(g, ev, ev2, out):
+def _emit_full(g, ev, ev2):
     shape, value, dtype = ev.params
     if shape == ev2.params[0] and dtype.name in _NUMPY_DTYPE and _numel(shape) <= 4096:
         import numpy as np
@@ -345,20 +346,20 @@ def _emit_full(g, ev, ev2, out):
     return g.node("Expand", [g.np_const(value, dtype), g.ints(list(shape), list(ev2.params[0]), "a full shape")])
 
 
-def _emit_constant(g, ev, ev2, out):
+def _emit_constant(g, ev, ev2):
     if tuple(ev.out.shape) != tuple(ev2.out.shape):
         _fail("a tensor made from host values in forward (%s) has a shape that depends on the batch size: "
               "%s at batch %d, %s at batch %d" % (ev.op, ev.out.shape, g.b1, ev2.out.shape, g.b2))
     return g.node("Identity", [g.tensor("const", ev.out.dtype, ev.out.shape, g.inner.to_bytes(ev.out.value))])
 
 
-def _emit_conv(g, ev, ev2, out):
+def _emit_conv(g, ev, ev2):
     x, w, stride, padding, dilation, groups = ev.params
     return g.node("Conv", [g.name(x), g.name(w)], kernel_shape=list(w.shape[2:]), strides=list(stride),
                   pads=[p[0] for p in padding] + [p[1] for p in padding], dilations=list(dilation), group=groups)
 
 
-def _emit_pool(g, ev, ev2, out):
+def _emit_pool(g, ev, ev2):
     op, x, kernel, stride, padding, dilation = ev.params
     attrs = dict(kernel_shape=list(kernel), strides=list(stride), pads=[p[0] for p in padding] + [p[1] for p in padding])
     if op == "max":
@@ -370,7 +371,7 @@ def _emit_pool(g, ev, ev2, out):
     return g.node("AveragePool", [g.name(x)], count_include_pad=1, **attrs)
 
 
-def _emit_reduce(g, ev, ev2, out):
+def _emit_reduce(g, ev, ev2):
     op, x, dim = ev.params
     xn = g.name(x)
     if op in ("argmax", "argmin"):
@@ -387,21 +388,17 @@ def _reduce(g, onnx_op, xn, dim):
     return g.node(onnx_op, [xn], axes=[dim], keepdims=1)
 
 
-def _emit_scan(g, ev, ev2, out):
+def _emit_scan(g, ev, ev2):
     op, x, dim = ev.params
     if op != "cumsum":
         _unsupported("'%s' (scan)" % op)
     return g.node("CumSum", [g.name(x), g.np_const(dim, dt.int64)])
 
 
-def _emit_sort(g, ev, ev2, out):
+def _emit_sort(g, ev, ev2):
     x, dim, descending = ev.params
     k = g.ints([x.shape[dim]], [ev2.params[0].shape[dim]], "a sort length")
     return g.node("TopK", [g.name(x), k], n_out=2, axis=dim, largest=1 if descending else 0, sorted=1)
-
-
-def _emit_random(g, ev, ev2, out):
-    _unsupported("'random'")
 
 
 PRIMITIVE_EXPORTS = {
@@ -409,26 +406,26 @@ PRIMITIVE_EXPORTS = {
     "from_bytes": _emit_constant,
     "full": _emit_full,
     "reshape": _emit_reshape,
-    "permute": lambda g, ev, ev2, out: g.node("Transpose", [g.name(ev.params[0])], perm=list(ev.params[1])),
+    "permute": lambda g, ev, ev2: g.node("Transpose", [g.name(ev.params[0])], perm=list(ev.params[1])),
     "expand": _emit_expand,
     "slice": _emit_slice,
-    "slice_assign": lambda g, ev, ev2, out: _unsupported("'slice_assign' (an indexed write in forward)"),
-    "cat": lambda g, ev, ev2, out: g.node("Concat", [g.name(a) for a in ev.params[0]], axis=ev.params[1]),
+    "slice_assign": lambda g, ev, ev2: _unsupported("'slice_assign' (an indexed write in forward)"),
+    "cat": lambda g, ev, ev2: g.node("Concat", [g.name(a) for a in ev.params[0]], axis=ev.params[1]),
     "unary": _emit_unary,
     "binary": _emit_binary,
-    "where": lambda g, ev, ev2, out: g.node("Where", [
+    "where": lambda g, ev, ev2: g.node("Where", [
         _operand(g, ev.params[i], ev2.params[i], ev.out.dtype, "the scalar of where") if i else g.name(ev.params[0])
         for i in range(3)]),
-    "cast": lambda g, ev, ev2, out: g.node("Cast", [g.name(ev.params[0])], to=_ONNX_DTYPE[ev.params[1].name]),
+    "cast": lambda g, ev, ev2: g.node("Cast", [g.name(ev.params[0])], to=_ONNX_DTYPE[ev.params[1].name]),
     "reduce": _emit_reduce,
     "scan": _emit_scan,
     "sort": _emit_sort,
-    "matmul": lambda g, ev, ev2, out: g.node("MatMul", [g.name(ev.params[0]), g.name(ev.params[1])]),
+    "matmul": lambda g, ev, ev2: g.node("MatMul", [g.name(ev.params[0]), g.name(ev.params[1])]),
     "conv": _emit_conv,
     "pool": _emit_pool,
-    "gather": lambda g, ev, ev2, out: g.node("GatherElements", [g.name(ev.params[0]), g.name(ev.params[2])],
-                                             axis=ev.params[1]),
-    "scatter": lambda g, ev, ev2, out: g.node(
+    "gather": lambda g, ev, ev2: g.node("GatherElements", [g.name(ev.params[0]), g.name(ev.params[2])],
+                                        axis=ev.params[1]),
+    "scatter": lambda g, ev, ev2: g.node(
         "ScatterElements", [g.name(ev.params[0]), g.name(ev.params[2]), g.name(ev.params[3])], axis=ev.params[1],
         reduction="none" if ev.params[4] == "set" else "add"),
 }
@@ -492,7 +489,7 @@ def _clip(lo, hi):
 
 def _is_global(p, opset):
     o = p["output_size"]
-    return (o == 1 or tuple(o) == (1, 1) if type(o) in (int, tuple, list) else False) and _floats("x")(p, opset)
+    return (o == 1 or (type(o) in (tuple, list) and tuple(o) == (1, 1))) and _floats("x")(p, opset)
 
 
 # name -> (accept(params, opset): record as one node?, emit(graph, event, plain params) -> value name)
@@ -555,7 +552,7 @@ def _recurrent_forward(m, forward, trace):
     return hooked
 
 
-def _gates(g, w, kind, hidden, hint):
+def _gates(g, w, kind, hidden):
     """``w`` ([G·H, ...] in PyTorch's gate order) in ONNX's order."""
     order = _GATE_ORDER[kind]
     parts = g.node("Split", [g.name(w), g.np_const([hidden] * len(order), dt.int64)], n_out=len(order), axis=0)
@@ -574,11 +571,11 @@ def _emit_recurrent(g, ev):
         ws, rs, bs = [], [], []
         for d in dirs:
             arr = lambda n: ev.arrays["%s_l%d%s" % (n, layer, d)]  # noqa: E731
-            ws.append(g.node("Unsqueeze", [_gates(g, arr("weight_ih"), kind, hidden, "W"), zero]))
-            rs.append(g.node("Unsqueeze", [_gates(g, arr("weight_hh"), kind, hidden, "R"), zero]))
+            ws.append(g.node("Unsqueeze", [_gates(g, arr("weight_ih"), kind, hidden), zero]))
+            rs.append(g.node("Unsqueeze", [_gates(g, arr("weight_hh"), kind, hidden), zero]))
             if bias:
-                both = g.node("Concat", [_gates(g, arr("bias_ih"), kind, hidden, "Wb"),
-                                         _gates(g, arr("bias_hh"), kind, hidden, "Rb")], axis=0)
+                both = g.node("Concat", [_gates(g, arr("bias_ih"), kind, hidden),
+                                         _gates(g, arr("bias_hh"), kind, hidden)], axis=0)
                 bs.append(g.node("Unsqueeze", [both, zero]))
         stack = lambda vs: vs[0] if len(vs) == 1 else g.node("Concat", vs, axis=0)  # noqa: E731
         ins = [x, stack(ws), stack(rs)] + ([stack(bs)] if bias else [])
@@ -597,13 +594,13 @@ def _emit_recurrent(g, ev):
 
 # -- export -------------------------------------------------------------------------------------------
 
-def _flat_outputs(out, where="output"):
+def _flat_outputs(out):
     if type(out) is Tensor:
         return [out]
     if type(out) in (tuple, list):
         flat = []
         for o in out:
-            flat.extend(_flat_outputs(o, where))
+            flat.extend(_flat_outputs(o))
         return flat
     raise ArgumentTypeError("onnx.export: expected forward to return tensors (or tuples of them), found %s"
                             % type(out).__name__)
@@ -777,7 +774,7 @@ def _emit(g, t1, t2, outputs):
             name, plain = ev.params
             out = COMPOSITE_EXPORTS[name][1](g, ev, plain)
         else:
-            out = PRIMITIVE_EXPORTS[ev.op](g, ev, ev2, None)
+            out = PRIMITIVE_EXPORTS[ev.op](g, ev, ev2)
         if ev.op == "sort":
             g.names[ev.out[0].id], g.names[ev.out[1].id] = out
         else:
