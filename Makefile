@@ -154,6 +154,15 @@ bench: $(VENV)
 	  $(PY) "$$f"; \
 	done
 
+# Issue 16: the real-model ONNX fixtures (torch.onnx.export into tests/.cache/onnx, made once) and
+# ember beside onnxruntime on ResNet-18 and the encoder at batch 1
+.PHONY: onnx-fixtures bench-onnx
+onnx-fixtures: $(VENV)
+	$(PY) tools/onnx_fixtures.py
+
+bench-onnx: onnx-fixtures
+	$(PY) bench/onnx.py
+
 # The portable C kernels compiled for aarch64 Linux and a bare-metal Cortex-M4, with sizes.
 cross-check: $(VENV)
 	$(PY) ext_c/cross_check.py
