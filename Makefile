@@ -2,7 +2,8 @@
 # needs (python3-venv, python3-dev, gcc, a Vulkan driver) are installed as root, else named
 # (tools/system_packages.sh; EMBER_SYSTEM_PACKAGES=0 skips that check).
 #
-#   make test       CPython tests (pytest), MicroPython tests, board checks; fails if any fails
+#   make test       CPython tests (pytest, the book's snippets among them), MicroPython tests, board
+#                   checks, the book's strict build; fails if any fails
 #   make test-py    pytest in .venv (all but tests/boards), EMBER_REQUIRE_BACKENDS as below
 #   make test-mpy   tests/core + tests/conformance under MicroPython: the wasm port (node) and the
 #                   unix port (the venv's `micropython`, a fixed heap as on a board)
@@ -80,6 +81,7 @@ test: system $(VENV) node_modules
 	$(MAKE) --no-print-directory test-py || status=1; \
 	$(MAKE) --no-print-directory test-mpy || status=1; \
 	$(MAKE) --no-print-directory test-boards || status=1; \
+	$(MAKE) --no-print-directory docs || status=1; \
 	$(MAKE) --no-print-directory test-quickstart || status=1; \
 	if [ $$status -ne 0 ]; then echo "make test: FAILED (see above)" >&2; fi; \
 	exit $$status
