@@ -230,6 +230,9 @@ class Learner:
         if scheduler is not None and not isinstance(scheduler, LrScheduler):
             raise ArgumentTypeError("Learner: scheduler must be an ember.accel.optim.lr scheduler, found %s"
                                     % type(scheduler).__name__)
+        if scheduler is not None and scheduler.optimizer not in (None, optimizer):
+            raise ArgumentError("Learner: the scheduler drives another optimizer (%r), not this Learner's %r"
+                                % (scheduler.optimizer, optimizer))
         for name, v, low in (("epochs", epochs, 1), ("grad_accumulation", grad_accumulation, 1)):
             if type(v) is not int or v < low:
                 raise ArgumentError("Learner: %s must be an int >= %d, found %r" % (name, low, v))
@@ -546,9 +549,11 @@ class Learner:
                 x, y = self._to_device(batch)
                 batch_i += 1
                 if self.compiled is not None:  # forward, backward and the optimizer, captured
-                    if self.scheduler is not None:
-                        self.optimizer.lr = self.scheduler.step()
+                    rate = self._next_rate()
+                    if rate is not None:
+                        self.optimizer.lr = rate
                     loss, logits = self.compiled(self.model, self.optimizer, self.loss, x, y)
+                    self._after_optimizer_step()
                     loss = loss.item()
                 else:
                     grads, loss, logits = self.strategy.step(self.model, self.loss, x, y)
@@ -580,7 +585,19 @@ class Learner:
     def _optimizer_step(self, grads):
         if self.clip_grad_norm is not None:
             grads = grads.clip_by_norm(self.clip_grad_norm)
-        self.optimizer.step(grads, lr=self.scheduler.step() if self.scheduler is not None else None)
+        self.optimizer.step(grads, lr=self._next_rate())
+        self._after_optimizer_step()
+
+    def _next_rate(self):
+        # the rate of this optimizer step from a scheduler of rates (None: no scheduler, or one in
+        # PyTorch's form, which set the groups' rates when built and advances after each step)
+        if self.scheduler is None or self.scheduler.optimizer is not None:
+            return None
+        return self.scheduler.step()
+
+    def _after_optimizer_step(self):
+        if self.scheduler is not None and self.scheduler.optimizer is not None:
+            self.scheduler.step()
 
     def _report_step(self, run, batch_i, out, items_per_s):
         run.steps += 1
