@@ -35,7 +35,7 @@ from ember.accel.optim.lr import LrScheduler
 
 from . import checkpoint as ckpt
 from . import metrics as M
-from .progress import choose
+from .progress import View, choose
 from .runlog import CURVES, RunLog, plot_curves
 from .strategy import SingleDevice
 
@@ -261,7 +261,7 @@ class Learner:
         self.checkpoint_dir = None if checkpoint_dir is None else os.fspath(checkpoint_dir)
         self.keep_last = keep_last
         self.keep_best = keep_best
-        self.view = choose(progress)
+        self.view = choose(progress) if self.strategy.is_main else View()  # one dashboard for many ranks
         self.view.bind(self)
         self.device = self._training_device(device)
         self.compiled = self._compiled_step(compile)
@@ -418,7 +418,10 @@ class Learner:
 
         self._writing = True
         try:
-            return store.save(ckpt.checkpoint_name(epoch, batch, lineage), write_files, state)
+            path = None
+            if self.strategy.is_main:  # one writer; the other ranks wait for it and learn its path
+                path = store.save(ckpt.checkpoint_name(epoch, batch, lineage), write_files, state)
+            return self.strategy.agree(path)
         finally:
             self._writing = False
 
@@ -473,7 +476,9 @@ class Learner:
             return point.lineage, None
         names = ", ".join(c.name for c in newer)
         if discard_newer:
-            store.delete(newer)
+            if self.strategy.is_main:
+                store.delete(newer)
+            self.strategy.agree(None)
             return point.lineage, "resumed from %s: deleted the newer checkpoints %s (discard_newer=True)" % (
                 point.name, names)
         lineage = store.new_lineage()
@@ -512,7 +517,7 @@ class Learner:
             run.epoch, run.start_batch = state["position"]
             run.accumulators = state.get("metrics")
         run.lineage, note = self._lineage(run.store, run.resumed, discard_newer)
-        run.log = RunLog(self.run_dir, self.history) if self.run_dir is not None else None
+        run.log = RunLog(self.run_dir, self.history) if self.run_dir is not None and self.strategy.is_main else None
         self.view.fit_start({
             "model": type(self.model).__name__, "epochs": self.epochs, "batches": run.batches,
             "items": len(train.dataset), "device": repr(grad_device(self.device).inner), "start_epoch": run.epoch,
@@ -552,6 +557,7 @@ class Learner:
                     loss = loss.item()
                 else:
                     grads, loss, logits = self.strategy.step(self.model, self.loss, x, y)
+                    logits, y = self.strategy.outputs(logits, y)
                     pending = grads if pending is None else pending + grads
                     pending_n += 1
                     if pending_n == self.grad_accumulation or batch_i == run.batches:
@@ -564,6 +570,7 @@ class Learner:
                 for m in self.split_metrics + self.run_metrics:
                     m.update(out)
                 self._report_step(run, batch_i, out, items / seconds if seconds else None)
+                self._stop = self.strategy.agree_stop(self._stop)
                 self._announce_stop()
                 if self._stop is not None and pending is None and batch_i < run.batches:
                     accumulators = {m.name: m.state_dict() for m in self.split_metrics + self.run_metrics}
@@ -617,9 +624,10 @@ class Learner:
             if es.metric not in record:
                 raise ArgumentError("Learner: early stopping watches %r, but the logged metrics are %s"
                                     % (es.metric, ", ".join(sorted(record))))
-            stop_early = es.update(record[es.metric], run.epoch + 1)
+            stop_early = self.strategy.agree(es.update(record[es.metric], run.epoch + 1))
         run.epoch += 1
         run.checkpoint = self._save(run.store, run.epoch, 0, run.monitor, None, run.lineage)
+        self._stop = self.strategy.agree_stop(self._stop)
         if stop_early:
             self.view.message("early stopping: %s has not improved for %d epochs (best %.4f at epoch %s)"
                               % (es.metric, es.bad_epochs, es.best, es.best_epoch))
@@ -639,7 +647,7 @@ class Learner:
     def _finish(self, run):
         seconds = time.perf_counter() - run.started
         best = run.store.best(run.lineage) if run.store is not None else None
-        if self.plot and self.run_dir is not None and self.history:
+        if self.plot and self.run_dir is not None and self.history and self.strategy.is_main:
             plot_curves(self.history, os.path.join(self.run_dir, CURVES))
         result = FitResult(list(self.history), run.stopped, run.checkpoint, best.path if best else None, seconds,
                            self.run_dir, run.monitor, self._stop if run.stopped == "interrupted" else None)

@@ -1,0 +1,90 @@
+"""What the distributed tests run under ``mpirun`` (and alone, for the single-process reference).
+
+    python worker.py MODE OUT DTYPE EPOCHS        MODE: ddp, single, kill, hang, resume
+
+ddp/resume train an MLP with ``DistributedDataParallel`` on each rank's shard of batches of 24;
+single trains the same model on the whole batches in one process (the reference); kill and hang
+make rank 1 die (SIGKILL) or stop (SIGSTOP) at its third batch. Rank 0 (or the single process)
+writes the final weights and history to OUT/weights.npz and OUT/history.json.
+"""
+import json
+import os
+import signal
+import sys
+
+import numpy as np
+
+import ember
+import ember.nn.functional as F
+from ember.accel.data import DataLoader
+from ember.accel.data.dataset import InMemoryDataset
+from ember.accel.numpy import NumPy
+from ember.accel.optim import AdamW
+from ember.accel.train import Learner, SingleDevice
+from ember.nn.linear import Linear
+from ember.nn.module import Module
+
+MODE, OUT, DTYPE, EPOCHS = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+BATCH = 24
+
+
+class MLP(Module):
+    def __init__(self):
+        super().__init__()
+        gen = ember.Generator(5)
+        self.fc1 = Linear(8, 32, generator=gen)
+        self.fc2 = Linear(32, 16, generator=gen)
+        self.out = Linear(16, 3, generator=gen)
+
+    def forward(self, x):
+        return self.out(F.relu(self.fc2(F.tanh(self.fc1(x)))))
+
+
+def data():
+    r = np.random.default_rng(3)
+    x = r.standard_normal((100, 8)).astype(DTYPE)  # 100 = 4 batches of 24 + 4: a short last batch
+    y = r.integers(0, 3, 100).astype(np.int64)
+    return InMemoryDataset(x, y)
+
+
+class Saboteur:
+    """The loss, except that rank 1 kills or stops itself at its third call."""
+
+    def __init__(self, how, rank):
+        self.how, self.rank, self.calls = how, rank, 0
+
+    def __call__(self, logits, y):
+        self.calls += 1
+        if self.rank == 1 and self.calls == 3:
+            os.kill(os.getpid(), signal.SIGKILL if self.how == "kill" else signal.SIGSTOP)
+        return F.cross_entropy(logits, y)
+
+
+def main():
+    ember.seed(1)
+    model = MLP().to(dtype=getattr(ember, DTYPE))
+    loader = DataLoader(data(), batch_size=BATCH, shuffle=True, seed=7, device=NumPy())
+    loss = F.cross_entropy
+    run_dir = None
+    resume = None
+    if MODE == "single":
+        strategy, train, rank = SingleDevice(), loader, 0
+    else:
+        from ember.accel.distributed import DistributedDataParallel
+        strategy = DistributedDataParallel(bucket_mb=0.001, timeout=float(os.environ.get("WORKER_TIMEOUT", "20")))
+        train, rank = strategy.shard(loader), strategy.rank
+        if MODE in ("kill", "hang"):
+            loss = Saboteur(MODE, rank)
+    if MODE in ("resume", "single") and os.environ.get("WORKER_RUN_DIR"):
+        run_dir, resume = os.environ["WORKER_RUN_DIR"], "latest"
+    learner = Learner(model, AdamW(model, lr=0.01), loss, epochs=EPOCHS, strategy=strategy, progress=None,
+                      metrics=["loss", "accuracy"], run_dir=run_dir, plot=False, device=NumPy())
+    result = learner.fit(train, resume=resume)
+    if rank == 0:
+        weights = {name: p.value.detach().numpy() for name, p in model.named_parameters()}
+        np.savez(os.path.join(OUT, "weights.npz"), **weights)
+        with open(os.path.join(OUT, "history.json"), "w") as f:
+            json.dump([{k: v for k, v in r.items() if k != "epoch_seconds"} for r in result.history], f)
+
+
+main()
