@@ -7,6 +7,7 @@ instead of blocking forever; ``init`` installs an exception hook that aborts the
 once such an error (or any other) is not caught, so no rank is left waiting.
 """
 import os
+import pickle
 import sys
 import time
 
@@ -206,20 +207,14 @@ def all_gather_rows(a):
 def shared(value, root=0):
     """Rank ``root``'s picklable ``value`` on every rank (also a barrier)."""
     comm = _comm("shared")
-    return _wait_object(comm.ibcast(value, root=root), "shared")
-
-
-def _wait_object(request, what):
-    deadline = time.monotonic() + _group.timeout
-    while True:
-        done, value = request.test()
-        if done:
-            return value
-        if time.monotonic() > deadline:
-            comm = _group.comm
-            raise CollectiveTimeout("distributed.%s: rank %d of %d waited %.1f s for the other ranks (one has "
-                                    "died or hangs)" % (what, comm.Get_rank(), comm.Get_size(), _group.timeout))
-        time.sleep(0)
+    mine = comm.Get_rank() == root
+    data = np.frombuffer(pickle.dumps(value), np.uint8) if mine else None
+    size = np.array([data.size if mine else 0], np.int64)
+    wait(comm.Ibcast(size, root=root), "shared")
+    if not mine:
+        data = np.empty(int(size[0]), np.uint8)
+    wait(comm.Ibcast(data, root=root), "shared")
+    return value if mine else pickle.loads(data.tobytes())
 
 
 def iall_reduce_sum(send, recv, what="all_reduce"):

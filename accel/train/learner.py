@@ -392,7 +392,10 @@ class Learner:
             return None
         mode = self.early_stopping.mode if self.early_stopping is not None and \
             self.early_stopping.metric == monitor else self._metric_direction(monitor)
-        return ckpt.Checkpoints(self.checkpoint_dir, self.keep_last, self.keep_best, mode)
+        store = ckpt.Checkpoints(self.checkpoint_dir, self.keep_last, self.keep_best, mode) \
+            if self.strategy.is_main else None
+        self.strategy.agree(None)  # the other ranks look at the folder once the main one has cleaned it
+        return store or ckpt.Checkpoints(self.checkpoint_dir, self.keep_last, self.keep_best, mode)
 
     def _save(self, store, epoch, batch, monitor, accumulators, lineage):
         if store is None:

@@ -1,10 +1,11 @@
 """What the distributed tests run under ``mpirun`` (and alone, for the single-process reference).
 
-    python worker.py MODE OUT DTYPE EPOCHS        MODE: ddp, single, kill, hang, resume
+    python worker.py MODE OUT DTYPE EPOCHS        MODE: ddp, single, kill, hang, resume, collectives
 
 ddp/resume train an MLP with ``DistributedDataParallel`` on each rank's shard of batches of 24;
 single trains the same model on the whole batches in one process (the reference); kill and hang
-make rank 1 die (SIGKILL) or stop (SIGSTOP) at its third batch. Rank 0 (or the single process)
+make rank 1 die (SIGKILL) or stop (SIGSTOP) at its third batch; collectives checks
+all_reduce/broadcast/all_gather values on the Cpu, NumPy and Autodiff devices and exits 0. Rank 0 (or the single process)
 writes the final weights and history to OUT/weights.npz and OUT/history.json.
 """
 import json
@@ -60,6 +61,34 @@ class Saboteur:
         return F.cross_entropy(logits, y)
 
 
+def collectives():
+    from ember.accel import distributed as dist
+    from ember.accel.autodiff import Autodiff
+    dist.init(timeout=20)
+    r, w = dist.rank(), dist.world_size()
+    for device in (ember.Cpu(), NumPy(), Autodiff(ember.Cpu())):
+        for dtype in (ember.float32, ember.float64, ember.int64):
+            t = ember.tensor([[r + 1, 2 * r], [r, 3]], dtype=dtype, device=device)
+            want = np.array([[w * (w + 1) / 2, w * (w - 1)], [w * (w - 1) / 2, 3 * w]])  # sums over the ranks
+            got = dist.all_reduce(t)
+            assert got.device == device and got.dtype is dtype and got.shape == (2, 2), (got.device, got.dtype)
+            assert np.array_equal(_np(got), want), (device, dtype, _np(got), want)
+            assert np.array_equal(_np(dist.all_reduce(t, "max")), [[w, 2 * (w - 1)], [w - 1, 3]])
+            assert np.array_equal(_np(dist.broadcast(t, root=w - 1)), [[w, 2 * (w - 1)], [w - 1, 3]])
+            gathered = _np(dist.all_gather(t))
+            assert gathered.shape == (w, 2, 2) and all(gathered[k, 0, 0] == k + 1 for k in range(w)), gathered
+        m = dist.all_reduce(ember.tensor([float(r)], device=device), "mean")
+        assert abs(_np(m)[0] - (w - 1) / 2) < 1e-12, _np(m)
+    dist.barrier()
+    if r == 0:
+        open(os.path.join(OUT, "collectives.ok"), "w").write("%d ranks\n" % w)
+
+
+def _np(t):
+    from ember.backend import grad_device
+    return t.detach().numpy() if grad_device(t.device) is not None else t.numpy()
+
+
 def main():
     ember.seed(1)
     model = MLP().to(dtype=getattr(ember, DTYPE))
@@ -87,4 +116,7 @@ def main():
             json.dump([{k: v for k, v in r.items() if k != "epoch_seconds"} for r in result.history], f)
 
 
-main()
+if MODE == "collectives":
+    collectives()
+else:
+    main()
