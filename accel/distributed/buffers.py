@@ -34,7 +34,7 @@ def host_dtype(dtype):
 def _cpu_array(t):
     """``t``'s ``array.array`` when MPI can use it as it is, else None."""
     a = t._data
-    if type(t.device) is Cpu and type(a) is CpuArray and a.strides is None and type(a.data) is array:
+    if isinstance(t.device, Cpu) and type(a) is CpuArray and a.strides is None and type(a.data) is array:
         return a.data
     return None
 
@@ -43,7 +43,7 @@ def host(t):
     """A numpy array over ``t``'s values: ``t``'s own memory on Cpu/NumPy (contiguous), else a copy."""
     data = _cpu_array(t)
     if data is not None:
-        return np.frombuffer(data, np.dtype(data.typecode))
+        return np.frombuffer(data, np.dtype(data.typecode)).reshape(t.shape)
     if isinstance(t.device, NumPy) and t._data.flags.c_contiguous:
         return t._data
     if isinstance(t.device, Decorator):
@@ -60,7 +60,7 @@ def empty_like(t, shape=None):
     for s in shape:
         n *= s
     code = CODES.get(t.dtype)
-    if type(t.device) is Cpu and code is not None:
+    if isinstance(t.device, Cpu) and code is not None:
         data = array(code, [0]) * n
         return data, np.frombuffer(data, np.dtype(code)).reshape(shape)
     like = host(t)

@@ -161,9 +161,9 @@ def _tensor(values, param_value, device):
     """A new tensor of ``param_value``'s shape and dtype holding ``values`` (copied out of a bucket)."""
     shape, dtype = tuple(param_value.shape), param_value.dtype
     code = CODES.get(dtype)
-    if type(device) is Cpu and code is not None:
+    if isinstance(device, Cpu) and code is not None:
         data = array(code)
-        data.frombytes(values)
+        data.frombytes(memoryview(values).cast("B"))
         return Tensor(CpuArray(data, shape, dtype), shape, dtype, device)
     if isinstance(device, NumPy):
         return Tensor(values.reshape(shape).copy(), shape, dtype, device)
