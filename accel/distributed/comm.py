@@ -117,16 +117,14 @@ def wait(requests, what):
     spins = 0
     while not MPI.Request.Testall(requests):
         spins += 1
-        if spins & 1023 == 0:
-            now = time.monotonic()
-            if now > deadline:
-                comm = _group.comm
-                raise CollectiveTimeout(
-                    "distributed.%s: rank %d of %d waited %.1f s for the other ranks (expected every rank "
-                    "to reach the same collective; one has died, hangs, or called another one)"
-                    % (what, comm.Get_rank(), comm.Get_size(), _group.timeout))
-            if spins > 100000:  # waiting long: leave the core to the ranks we wait for
-                time.sleep(0.0002)
+        if spins > 500:  # waiting long: leave the core to the ranks we wait for (a loaded machine)
+            os.sched_yield()
+        if spins & 255 == 0 and time.monotonic() > deadline:
+            comm = _group.comm
+            raise CollectiveTimeout(
+                "distributed.%s: rank %d of %d waited %.1f s for the other ranks (expected every rank "
+                "to reach the same collective; one has died, hangs, or called another one)"
+                % (what, comm.Get_rank(), comm.Get_size(), _group.timeout))
 
 
 def barrier():

@@ -132,9 +132,9 @@ class _Reducer:
             b.request = comm.iall_reduce_sum(comm._group.MPI.IN_PLACE, b.buffer, "DistributedDataParallel")
             self.next += 1
 
-    def finish(self, grads):
-        """The summed gradients (``GradientsParams``): buckets the hook did not complete (a
-        parameter that got no gradient here counts as zeros) start now; waits for all."""
+    def finish(self, grads, scale):
+        """The summed gradients times ``scale`` (``GradientsParams``): buckets the hook did not
+        complete (a parameter that got no gradient here counts as zeros) start now; waits for all."""
         for b in self.buckets[self.next:]:
             for p in b.params:
                 if p.id in b.filled:
@@ -151,6 +151,7 @@ class _Reducer:
         comm.wait([b.request for b in self.buckets], "DistributedDataParallel (gradient all-reduce)")
         out = {}
         for b in self.buckets:
+            b.buffer *= scale
             for p in b.params:
                 a, z = b.offsets[p.id]
                 out[p.id] = _tensor(b.buffer[a:z], p.value, self.device)
@@ -199,6 +200,9 @@ class DistributedDataParallel(Strategy):
         self.is_main = self.rank == 0
         self._plan = None
         self._synced = None
+        self._meta = None
+        self._stepped = False
+        self._stop_mine = None  # a stop asked for on this rank, until the ranks have agreed on it
 
     def shard(self, loader):
         """This rank's view of ``loader`` (a ``RankShard``): its slice of each batch."""
@@ -220,42 +224,73 @@ class DistributedDataParallel(Strategy):
         return self._plan[1]
 
     def step(self, model, loss_fn, x, y):
-        """``(grads, loss, logits)`` of this rank's shard ``x``, ``y``: the whole batch's summed
-        gradients, the whole batch's mean loss and this shard's logits (``outputs`` gathers them)."""
+        """``(grads, loss, logits)`` of this rank's shard ``x``, ``y``: the whole batch's mean-loss
+        gradients, its mean loss and this shard's logits (``outputs`` gathers them on rank 0).
+
+        One small float64 all-reduce, started after forward and overlapped with backward, carries
+        every rank's batch size, its loss sum and its stop flag (``agree_stop``); the gradient
+        buckets carry sums of per-sample gradients, divided by the batch size at the end."""
         self._sync_weights(model)
-        n = np.array([float(x.shape[0])])
-        total = np.empty(1)
-        counting = comm.iall_reduce_sum(n, total)
+        w, n = self.world, x.shape[0]
         logits = model(x)
         loss = loss_fn(logits, y)
-        comm.wait(counting, "DistributedDataParallel (batch size)")
-        scale = float(n[0] / total[0])
-        part = np.array([loss.item() * scale])
-        loss_sum = np.empty(1)
-        summing = comm.iall_reduce_sum(part, loss_sum)
+        meta = np.zeros(2 * w + 1)
+        meta[self.rank] = n
+        meta[w] = loss.item() * n
+        meta[w + 1 + self.rank] = 1.0 if self._stop_mine is not None else 0.0
+        self._meta = np.empty_like(meta)
+        summing = comm.iall_reduce_sum(meta, self._meta)
         reducer = _Reducer(self._buckets(model))
         with leaf_gradients(reducer.ready):
-            grads = (loss * scale).backward()
-        grads = reducer.finish(grads)
-        comm.wait(summing, "DistributedDataParallel (loss)")
-        return grads, float(loss_sum[0]), logits
+            grads = (loss * float(n)).backward()
+        comm.wait(summing, "DistributedDataParallel (batch sizes and loss)")
+        total = float(self._meta[:w].sum())
+        grads = reducer.finish(grads, 1.0 / total)
+        self._stepped = True
+        return grads, float(self._meta[w] / total), logits
 
     def outputs(self, logits, y):
-        """The whole batch's logits and targets (numpy, every rank's rows in rank order)."""
-        return comm.all_gather_rows(_numpy(logits)), comm.all_gather_rows(_numpy(y))
+        """On rank 0 the whole batch's logits and targets (numpy, the ranks' rows in rank order),
+        for the metrics rank 0 logs; on the others their own shard's (they log nothing)."""
+        logits, y = _numpy(logits), _numpy(y)
+        counts = [int(c) for c in self._meta[:self.world]]
+        rows = [logits.reshape(len(logits), -1).view(np.uint8), y.reshape(len(y), -1).view(np.uint8)]
+        row_bytes = sum(r.shape[1] for r in rows)
+        packed = np.ascontiguousarray(np.concatenate(rows, axis=1))
+        whole = np.empty((sum(counts), row_bytes), np.uint8) if self.is_main else None
+        recv = [whole, [c * row_bytes for c in counts]] if self.is_main else None
+        comm.wait(comm._comm("outputs").Igatherv(packed, recv, root=0), "DistributedDataParallel (outputs)")
+        if not self.is_main:
+            return logits, y
+        cut = rows[0].shape[1]
+        return (np.ascontiguousarray(whole[:, :cut]).view(logits.dtype).reshape((-1,) + logits.shape[1:]),
+                np.ascontiguousarray(whole[:, cut:]).view(y.dtype).reshape((-1,) + y.shape[1:]))
 
     def agree(self, value):
         """Rank 0's ``value`` on every rank, once all have reached this point."""
         return comm.shared(value)
 
     def agree_stop(self, reason):
-        """A stop asked for on any rank, on every rank (the reason of the lowest rank asking)."""
-        mine = np.array([float(self.rank if reason is not None else self.world)])
-        first = np.empty(1)
-        comm.wait(comm._comm("agree_stop").Iallreduce(mine, first, op=comm._group.MPI.MIN), "agree_stop")
-        if first[0] >= self.world:
+        """A stop asked for on any rank, on every rank (the reason of the lowest rank asking).
+        Right after a ``step`` it reads the flags that step carried, so a stop asked for during
+        step k takes effect after step k + 1, on every rank at once; elsewhere (the end of an
+        epoch) it asks the ranks directly."""
+        if reason is not None and self._stop_mine is None:
+            self._stop_mine = reason
+        if self._stepped:
+            self._stepped = False
+            flags = self._meta[self.world + 1:]
+        else:
+            mine = np.zeros(self.world)
+            mine[self.rank] = 1.0 if self._stop_mine is not None else 0.0
+            flags = np.empty_like(mine)
+            comm.wait(comm.iall_reduce_sum(mine, flags), "agree_stop")
+        asking = [r for r in range(self.world) if flags[r] > 0]
+        if not asking:
             return None
-        return comm.shared(reason, root=int(first[0]))
+        agreed = comm.shared(self._stop_mine, root=asking[0])
+        self._stop_mine = None
+        return agreed
 
     def close(self):
         """Nothing to release: the process group lives as long as the process."""

@@ -150,7 +150,7 @@ def test_buckets_start_during_backward_and_sum_to_the_gradients():
         grads = F.cross_entropy(model(x), y).backward()
     assert len(started) == len(params) and started[-1] == len(buckets)
     assert started[-2] >= len(buckets) - 1 >= 2  # every bucket but fc1's left before fc1's gradients were done
-    out = reducer.finish(grads)
+    out = reducer.finish(grads, 1.0)
     for p in params:
         assert out.get(p).device == ember.Cpu()
         np.testing.assert_array_equal(np.array(out.get(p).tolist()), np.array(want.get(p).tolist()))
