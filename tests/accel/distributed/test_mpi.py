@@ -3,7 +3,7 @@
 Each test starts ``worker.py`` with ``mpirun -n 2`` or ``-n 4 --oversubscribe`` (a subprocess with
 a timeout) and checks what rank 0 wrote against a single-process run of the same script: the
 trained weights, a killed or stopped rank failing the job fast, a checkpoint written at world
-size 2 resumed at world size 1. Needs Open MPI's mpirun and mpi4py (``make mpi`` installs them).
+size 2 resumed at world size 1. Needs Open MPI's mpirun (tools/system_packages.sh installs it) and mpi4py (``pip install ember[mpi]``).
 """
 import json
 import os
@@ -101,3 +101,19 @@ def test_a_checkpoint_written_at_world_size_2_resumes_at_world_size_1(tmp_path):
     _assert_same(got, want, 1e-6)
     assert [r["epoch"] for r in history] == [1, 2, 3]
     assert abs(history[-1]["train_loss"] - want_history[-1]["train_loss"]) <= 1e-6
+
+
+def test_a_stop_asked_on_one_rank_stops_every_rank_and_resumes_at_world_size_1(tmp_path):
+    want, _ = _trained(None, "single", tmp_path / "straight", "float64", epochs=2)
+    run = str(tmp_path / "run")
+    out = tmp_path / "two"
+    out.mkdir()
+    rc, text, _ = _run(2, "stop", out, "float64", epochs=2, env={"WORKER_RUN_DIR": run})
+    assert rc == 0, text[-3000:]
+    history = json.load(open(str(out / "history.json")))
+    assert history == []  # stopped in epoch 1
+    names = os.listdir(os.path.join(run, "checkpoints"))
+    assert names == ["epoch-001-batch-0004"], names  # asked during batch 3 on rank 1: every rank stops after 4
+    got, history = _trained(None, "resume", tmp_path / "one", "float64", epochs=2, env={"WORKER_RUN_DIR": run})
+    _assert_same(got, want, 1e-6)
+    assert [r["epoch"] for r in history] == [1, 2]

@@ -1,10 +1,11 @@
 """What the distributed tests run under ``mpirun`` (and alone, for the single-process reference).
 
-    python worker.py MODE OUT DTYPE EPOCHS        MODE: ddp, single, kill, hang, resume, collectives
+    python worker.py MODE OUT DTYPE EPOCHS        MODE: ddp, single, kill, hang, resume, stop, collectives
 
 ddp/resume train an MLP with ``DistributedDataParallel`` on each rank's shard of batches of 24;
 single trains the same model on the whole batches in one process (the reference); kill and hang
-make rank 1 die (SIGKILL) or stop (SIGSTOP) at its third batch; collectives checks
+make rank 1 die (SIGKILL) or stop (SIGSTOP) at its third batch; stop is resume where rank 1
+asks its Learner to stop at its third batch (as SIGTERM would); collectives checks
 all_reduce/broadcast/all_gather values on the Cpu, NumPy and Autodiff devices and exits 0. Rank 0 (or the single process)
 writes the final weights and history to OUT/weights.npz and OUT/history.json.
 """
@@ -56,7 +57,9 @@ class Saboteur:
 
     def __call__(self, logits, y):
         self.calls += 1
-        if self.rank == 1 and self.calls == 3:
+        if self.rank == 1 and self.calls == 3 and self.how == "stop":
+            self.learner.request_stop("rank 1 asked")
+        elif self.rank == 1 and self.calls == 3:
             os.kill(os.getpid(), signal.SIGKILL if self.how == "kill" else signal.SIGSTOP)
         return F.cross_entropy(logits, y)
 
@@ -102,12 +105,13 @@ def main():
         from ember.accel.distributed import DistributedDataParallel
         strategy = DistributedDataParallel(bucket_mb=0.001, timeout=float(os.environ.get("WORKER_TIMEOUT", "20")))
         train, rank = strategy.shard(loader), strategy.rank
-        if MODE in ("kill", "hang"):
+        if MODE in ("kill", "hang", "stop"):
             loss = Saboteur(MODE, rank)
-    if MODE in ("resume", "single") and os.environ.get("WORKER_RUN_DIR"):
+    if MODE in ("resume", "single", "stop") and os.environ.get("WORKER_RUN_DIR"):
         run_dir, resume = os.environ["WORKER_RUN_DIR"], "latest"
     learner = Learner(model, AdamW(model, lr=0.01), loss, epochs=EPOCHS, strategy=strategy, progress=None,
                       metrics=["loss", "accuracy"], run_dir=run_dir, plot=False, device=NumPy())
+    loss.learner = learner
     result = learner.fit(train, resume=resume)
     if rank == 0:
         weights = {name: p.value.detach().numpy() for name, p in model.named_parameters()}
