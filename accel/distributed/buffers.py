@@ -6,6 +6,7 @@ them in place and writes a result straight into the new tensor's storage: no cop
 (a strided view, bool/float16/bfloat16 lists, Wgpu, a decorator such as Autodiff) passes through a
 numpy copy of its values.
 """
+import sys
 from array import array
 
 import numpy as np
@@ -52,6 +53,36 @@ def host(t):
     return a.view(np.uint8) if a.dtype == np.bool_ else a
 
 
+_SPARE = {}  # (device kind, dtype, count) -> storages handed out before, reused once nothing holds them
+_SPARE_MIN = 1 << 14  # values; smaller buffers cost less to make than to look up
+_SPARE_PER_SIZE = 8
+
+
+def storage(device, dtype, n):
+    """``(storage, view)``: room for ``n`` values of ``dtype`` on the Cpu (an ``array.array``) or
+    another device (a numpy array), and a writable flat numpy view of it. A big storage handed
+    out before is reused once no tensor holds it any more (a fresh 10 MB buffer costs its page
+    faults again at every call)."""
+    code = CODES.get(dtype)
+    cpu = isinstance(device, Cpu) and code is not None
+    key = (cpu, dtype, n)
+    spares = _SPARE.get(key) if n >= _SPARE_MIN else None
+    data = None
+    if spares is not None:
+        for held in spares:
+            if sys.getrefcount(held) == 3:  # the list, ``held`` and the call's argument: no tensor
+                data = held
+                break
+    if data is None:
+        data = array(code, [0]) * n if cpu else np.empty(n, host_dtype(dtype))
+        if n >= _SPARE_MIN:
+            spares = _SPARE.setdefault(key, [])
+            if len(spares) >= _SPARE_PER_SIZE:
+                spares.pop(0)
+            spares.append(data)
+    return data, (np.frombuffer(data, np.dtype(code)) if cpu else data)
+
+
 def empty_like(t, shape=None):
     """``(storage, recv)``: new storage for a result of ``t``'s dtype and ``shape`` (default
     ``t.shape``) and a writable numpy view of it for MPI to fill."""
@@ -59,13 +90,8 @@ def empty_like(t, shape=None):
     n = 1
     for s in shape:
         n *= s
-    code = CODES.get(t.dtype)
-    if isinstance(t.device, Cpu) and code is not None:
-        data = array(code, [0]) * n
-        return data, np.frombuffer(data, np.dtype(code)).reshape(shape)
-    like = host(t)
-    recv = np.empty(shape, like.dtype)
-    return recv, recv
+    data, flat = storage(t.device, t.dtype, n)
+    return data, flat.reshape(shape)
 
 
 def finish(storage, recv, t):
@@ -73,6 +99,8 @@ def finish(storage, recv, t):
     shape = tuple(recv.shape)
     if type(storage) is array:
         return Tensor(CpuArray(storage, shape, t.dtype), shape, t.dtype, t.device)
+    if isinstance(t.device, NumPy) and recv.dtype == host_dtype(t.dtype) and t.dtype is not dtypes.bfloat16:
+        return Tensor(recv, shape, t.dtype, t.device)
     if t.dtype is dtypes.bool_:
         recv = recv != 0
     out = from_numpy(recv, t.device)

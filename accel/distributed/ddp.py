@@ -13,9 +13,8 @@ from array import array
 import numpy as np
 
 from ember.backend import grad_device
-from ember.backends.cpu import Cpu
+from ember import dtypes
 from ember.backends.cpu.array import CpuArray
-from ember.backends.cpu.storage import CODES
 from ember.errors import ArgumentError, ArgumentTypeError
 from ember.tensor import Tensor
 
@@ -159,17 +158,18 @@ class _Reducer:
 
 
 def _tensor(values, param_value, device):
-    """A new tensor of ``param_value``'s shape and dtype holding ``values`` (copied out of a bucket)."""
+    """A new tensor of ``param_value``'s shape and dtype on ``device`` holding ``values`` (copied
+    out of a bucket, into storage ``buffers.storage`` may reuse from an earlier step)."""
     shape, dtype = tuple(param_value.shape), param_value.dtype
-    code = CODES.get(dtype)
-    if isinstance(device, Cpu) and code is not None:
-        data = array(code)
-        data.frombytes(memoryview(values).cast("B"))
-        return Tensor(CpuArray(data, shape, dtype), shape, dtype, device)
-    if isinstance(device, NumPy):
-        return Tensor(values.reshape(shape).copy(), shape, dtype, device)
-    out = from_numpy(values.reshape(shape).copy(), device)
-    return out if out.dtype is dtype else out.to(dtype)
+    data, flat = buffers.storage(device, dtype, len(values))
+    flat[...] = values
+    out = Tensor(CpuArray(data, shape, dtype), shape, dtype, device) if type(data) is array else None
+    if out is None and isinstance(device, NumPy) and dtype is not dtypes.bfloat16:
+        out = Tensor(flat.reshape(shape), shape, dtype, device)
+    if out is None:
+        out = from_numpy(flat.reshape(shape), device)
+        out = out if out.dtype is dtype else out.to(dtype)
+    return out
 
 
 class DistributedDataParallel(Strategy):

@@ -154,3 +154,18 @@ def test_buckets_start_during_backward_and_sum_to_the_gradients():
     for p in params:
         assert out.get(p).device == ember.Cpu()
         np.testing.assert_array_equal(np.array(out.get(p).tolist()), np.array(want.get(p).tolist()))
+
+
+@pytest.mark.parametrize("device", [ember.Cpu(), NumPy()], ids=repr)
+def test_a_result_keeps_its_values_while_held_and_its_storage_is_reused_once_dropped(device):
+    t = ember.ones((40000,), device=device)
+    first = dist.all_reduce(t)
+    held = buffers.host(first)
+    second = dist.all_reduce(t * 3)
+    assert not np.shares_memory(buffers.host(second), held)  # first is still held: new storage
+    assert first.tolist()[:2] == [1.0, 1.0] and second.tolist()[:2] == [3.0, 3.0]
+    address = held.__array_interface__["data"][0]
+    del first, held
+    third = dist.all_reduce(t * 5)
+    assert buffers.host(third).__array_interface__["data"][0] == address  # first's storage, reused
+    assert third.tolist()[:2] == [5.0, 5.0] and second.tolist()[:2] == [3.0, 3.0]
