@@ -169,3 +169,9 @@ def test_a_result_keeps_its_values_while_held_and_its_storage_is_reused_once_dro
     third = dist.all_reduce(t * 5)
     assert buffers.host(third).__array_interface__["data"][0] == address  # first's storage, reused
     assert third.tolist()[:2] == [5.0, 5.0] and second.tolist()[:2] == [3.0, 3.0]
+
+
+def test_mpi4py_runs_on_the_systems_open_mpi():
+    from mpi4py import MPI
+    version = MPI.Get_library_version()
+    assert "Open MPI" in version, "mpi4py loaded %r; expected Debian's Open MPI (docs/distributed.md)" % version
