@@ -37,7 +37,7 @@ from . import checkpoint as ckpt
 from . import metrics as M
 from .progress import View, choose
 from .runlog import CURVES, RunLog, plot_curves
-from .strategy import SingleDevice
+from .strategy import SingleDevice, Strategy
 
 DEFAULT_METRICS = ("loss", "accuracy", "lr", "speed", "cpu", "memory")
 FORMAT = "ember.learner/1"
@@ -205,7 +205,8 @@ class Learner:
       ``checkpoint_dir`` (default ``<run_dir>/checkpoints``): checkpoints after every epoch and when
       stopped, keeping the ``keep_last`` newest plus, with ``keep_best``, the best by ``monitor``
       (default: the early-stopping metric, else ``valid_loss``, else ``train_loss``).
-    - ``strategy``: ``SingleDevice()`` (default) or ``DataParallel(workers)``.
+    - ``strategy``: ``SingleDevice()`` (default), ``DataParallel(workers)`` or, across MPI ranks,
+      ``ember.accel.distributed.DistributedDataParallel()`` (rank 0 then writes and reports).
     - ``device``: where to train (wrapped in ``Autodiff``); default the model's device.
     - ``compile``: "auto" (default) records the training step once and replays it
       (``ember.accel.compile``) where that applies: one device (``SingleDevice``), no gradient
@@ -240,6 +241,10 @@ class Learner:
         self.scheduler = scheduler
         self.grad_accumulation = grad_accumulation
         self.clip_grad_norm = clip_grad_norm
+        if strategy is not None and not isinstance(strategy, Strategy):
+            raise ArgumentTypeError("Learner: strategy must be SingleDevice(), DataParallel(n) or "
+                                    "ember.accel.distributed.DistributedDataParallel() (a Strategy), found %s"
+                                    % type(strategy).__name__)
         self.strategy = strategy if strategy is not None else SingleDevice()
         self.plot = plot
         metrics = [M.make(m) for m in metrics]

@@ -175,3 +175,33 @@ def test_mpi4py_runs_on_the_systems_open_mpi():
     from mpi4py import MPI
     version = MPI.Get_library_version()
     assert "Open MPI" in version, "mpi4py loaded %r; expected Debian's Open MPI (docs/distributed.md)" % version
+
+
+def test_the_learner_names_what_a_strategy_must_be():
+    from ember.accel.optim import SGD
+    from ember.accel.train import Learner
+    model = MLP()
+    with pytest.raises(ArgumentTypeError, match=r"strategy must be SingleDevice\(\), DataParallel\(n\) or "
+                                                r"ember.accel.distributed.DistributedDataParallel\(\) \(a Strategy\), "
+                                                r"found object"):
+        Learner(model, SGD(model, lr=0.1), F.cross_entropy, strategy=object(), progress=None)
+
+
+def test_a_world_of_one_trains_as_single_device():
+    from ember.accel.data import DataLoader
+    from ember.accel.data.dataset import InMemoryDataset
+    from ember.accel.optim import SGD
+    from ember.accel.train import Learner, SingleDevice
+    r = np.random.default_rng(1)
+    data = InMemoryDataset(r.standard_normal((20, 4)), r.integers(0, 3, 20))
+    weights = []
+    for strategy in (SingleDevice(), dist.DistributedDataParallel()):
+        model = MLP().to(dtype=ember.float64)
+        loader = DataLoader(data, batch_size=8, shuffle=True, seed=2, device=NumPy())
+        train = strategy.shard(loader) if isinstance(strategy, dist.DistributedDataParallel) else loader
+        assert len(train) == len(loader) == 3
+        Learner(model, SGD(model, lr=0.1), F.cross_entropy, epochs=2, strategy=strategy, progress=None,
+                device=NumPy()).fit(train)
+        weights.append({n: p.value.detach().numpy() for n, p in model.named_parameters()})
+    for name in weights[0]:
+        np.testing.assert_allclose(weights[1][name], weights[0][name], rtol=0, atol=1e-12)
