@@ -188,20 +188,6 @@ def all_gather(t):
     return buffers.finish(out, recv, t)
 
 
-def all_gather_rows(a):
-    """Every rank's numpy array ``a`` concatenated along dim 0 in rank order (the row counts may
-    differ; the other dims must agree)."""
-    comm = _comm("all_gather_rows")
-    a = np.ascontiguousarray(a)
-    counts = np.empty(comm.Get_size(), np.int64)
-    wait(comm.Iallgather(np.array([a.shape[0]], np.int64), counts), "all_gather_rows")
-    row = int(np.prod(a.shape[1:], dtype=np.int64))
-    out = np.empty((int(counts.sum()),) + a.shape[1:], a.dtype)
-    sizes = [int(c) * row for c in counts]
-    wait(comm.Iallgatherv(a, [out, sizes]), "all_gather_rows")
-    return out
-
-
 def shared(value, root=0):
     """Rank ``root``'s picklable ``value`` on every rank (also a barrier)."""
     comm = _comm("shared")
