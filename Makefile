@@ -13,6 +13,8 @@
 #                   unix port with the board's heap (tests/boards), and the same bundle on wasm
 #   make demo       every examples/*.py on CPython, then on MicroPython; ends training on the digits
 #   make bench      every bench/*.py on CPython (bench/_*.py are shared helpers)
+#   make test-mpi   ember.accel.distributed: its tests (mpirun -n 2 and -n 4 over loopback), then
+#                   bench/distributed.py --rounds 3 (all-reduce vs mpi4py, MLP/LeNet steps at 1, 2, 4 ranks)
 #   make stress     tests/stress at full scale (fuzzers, kill -9 campaign, 10-minute soaks per backend,
 #                   threads, the bad-call table); ends with one JSON line of totals
 #   make cross-check  compile the portable C kernels for aarch64 and Cortex-M4 (zig cc)
@@ -127,6 +129,11 @@ stress: $(VENV)
 	  $(PY) -m pytest -q tests/stress $(PYTEST_ARGS) || status=1; \
 	$(PY) tests/stress/summary.py "$$report"; rm -f "$$report"; \
 	exit $$status
+
+.PHONY: test-mpi
+test-mpi: system $(VENV)
+	$(PY) -m pytest -q tests/accel/distributed $(PYTEST_ARGS)
+	$(PY) bench/distributed.py --rounds 3
 
 # ---- examples and benchmarks --------------------------------------------------
 

@@ -36,12 +36,13 @@ def _run(tmp_path, uid, installed, compiler=True, apt=True):
 
 
 def test_nothing_missing_is_silent(tmp_path):
-    proc, apt = _run(tmp_path, uid=1000, installed=["mesa-vulkan-drivers", "libvulkan1"])
+    proc, apt = _run(tmp_path, uid=1000, installed=["mesa-vulkan-drivers", "libvulkan1", "openmpi-bin",
+                                                               "libopenmpi-dev"])
     assert (proc.returncode, proc.stdout, proc.stderr, apt) == (0, "", "", "")
 
 
 def test_not_root_stops_with_the_exact_command(tmp_path):
-    proc, apt = _run(tmp_path, uid=1000, installed=["libvulkan1"], compiler=False)
+    proc, apt = _run(tmp_path, uid=1000, installed=["libvulkan1", "openmpi-bin", "libopenmpi-dev"], compiler=False)
     assert proc.returncode == 1 and apt == ""
     assert "sudo apt-get install -y --no-install-recommends gcc mesa-vulkan-drivers" in proc.stderr
 
@@ -50,12 +51,13 @@ def test_root_installs_what_is_missing(tmp_path):
     proc, apt = _run(tmp_path, uid=0, installed=[])
     assert proc.returncode == 0, proc.stderr
     assert "update -qq" in apt
-    assert "install -y -qq --no-install-recommends mesa-vulkan-drivers libvulkan1" in apt
+    assert "install -y -qq --no-install-recommends mesa-vulkan-drivers libvulkan1 openmpi-bin libopenmpi-dev" in apt
 
 
 def test_without_apt_get_it_names_the_packages(tmp_path):
     proc, _ = _run(tmp_path, uid=0, installed=[], apt=False)
-    assert proc.returncode == 1 and "missing system packages: mesa-vulkan-drivers libvulkan1" in proc.stderr
+    assert proc.returncode == 1 and "missing system packages: mesa-vulkan-drivers libvulkan1 openmpi-bin libopenmpi-dev" \
+        in proc.stderr
 
 
 def test_the_check_can_be_skipped():
