@@ -17,6 +17,10 @@
 #   make cross-check  compile the portable C kernels for aarch64 and Cortex-M4 (zig cc)
 #   make wheels     dist/: the x86_64 and aarch64 (zig cc) abi3 manylinux wheels and the pure one; tests
 #                   the aarch64 wheel under qemu-user and the pure one in Pyodide (tools/wheels/)
+#   make web        the browser demo (examples/web/) built into build/web/ (tools/web/build.py)
+#   make serve-web  serves build/web/ on http://127.0.0.1:8000/ (WEB_PORT=...)
+#   make test-web   the demo in headless Chromium (tests/web/run.mjs): digits on CPU and GPU, images,
+#                   bad input, offline; screenshots and report.json in test-artifacts/web/
 #   make clean      remove .venv, node_modules and build leftovers
 #
 # Variables: PYTEST_ARGS (e.g. PYTEST_ARGS='-k conv -x'), MPY_ARGS (e.g. MPY_ARGS='-k conv -v'),
@@ -34,6 +38,9 @@ VENV_STAMP := $(VENV)/.installed
 
 MICROPYTHON_NPM := @micropython/micropython-webassembly-pyscript@1.27.0
 NODE_STAMP := node_modules/.installed-micropython-1.27.0
+PLAYWRIGHT_NPM := playwright-core@1.65.1
+PLAYWRIGHT_STAMP := node_modules/.installed-playwright-core-1.65.1
+WEB_PORT ?= 8000
 
 EMBER_REQUIRE_BACKENDS ?= cpu,cpu-c,numpy,wgpu,autodiff-cpu,autodiff-cpu-c,fusion-cpu,fusion-cpu-c,fusion-wgpu
 MPY_REQUIRE_BACKENDS ?= cpu
@@ -70,6 +77,28 @@ $(NODE_STAMP):
 	npm install --prefix . --no-save --no-package-lock --no-audit --no-fund \
 	  --omit-lockfile-registry-resolved $(MICROPYTHON_NPM)
 	touch $@
+
+$(PLAYWRIGHT_STAMP): $(NODE_STAMP)
+	npm install --prefix . --no-save --no-package-lock --no-audit --no-fund \
+	  --omit-lockfile-registry-resolved $(MICROPYTHON_NPM) $(PLAYWRIGHT_NPM)
+	touch $@
+
+# ---- the browser demo ------------------------------------------------------------
+
+.PHONY: web
+.PHONY: serve-web
+.PHONY: test-web
+
+# wgpu records the GPU plans (Vulkan wants a private runtime directory); missing records are trained
+web: $(VENV) node_modules
+	@export XDG_RUNTIME_DIR="$${XDG_RUNTIME_DIR:-$$(mktemp -d)}"; $(PY) tools/web/build.py build/web
+
+serve-web: web
+	@echo "serving build/web on http://127.0.0.1:$(WEB_PORT)/ (Ctrl-C stops)"
+	$(PY) -m http.server $(WEB_PORT) --bind 127.0.0.1 --directory build/web
+
+test-web: system web $(PLAYWRIGHT_STAMP)
+	node tests/web/run.mjs build/web
 
 # ---- tests -------------------------------------------------------------------
 

@@ -1,16 +1,15 @@
 // The page: MicroPython-wasm with ember.micro (the CPU path), the WebGPU bridge (gpu.js), the
 // digit pad and the image classifier. Every failure is shown in #error, never a blank page.
-import { startGpu } from "./gpu.js";
-
 const $ = (id) => document.getElementById(id);
 const MAX_UPLOAD = 20 << 20; // bytes
 const MAX_SIDE = 8192; // pixels
-let mp = null, infer = null, path = "cpu", gpu = null;
+let mp = null, infer = null, path = "cpu", gpu = null, adapter = null;
 const gpuReady = {}; // name -> the promise of its GPU plan
+let gpuStart = null;
 const records = {}; // name -> ArrayBuffer (the GPU bridge reads the same bytes)
 const classes = {};
 // what the page did, for the browser test (tests/web/run.mjs) and the curious: times are ms
-window.ember = { ready: false, readyMs: null, firstPredictionMs: null, times: [] };
+window.ember = { ready: false, readyMs: null, firstStrokeMs: null, firstPredictionMs: null, times: [] };
 
 function showError(text) {
   $("error").textContent = text;
@@ -56,6 +55,7 @@ async function predict(name, values) {
   const t0 = performance.now();
   let probs;
   if (path === "gpu") {
+    if (!gpu) gpu = await (gpuStart = gpuStart || import("./gpu.js").then((m) => m.startGpu(adapter)));
     if (!gpuReady[name]) gpuReady[name] = gpu.prepare(name, records[name]);
     await gpuReady[name];
     await mp.runPythonAsync(`_r = await web_infer.predict_gpu(${JSON.stringify(name)}, ${JSON.stringify(csv)})`);
@@ -73,28 +73,38 @@ async function predict(name, values) {
   return probs;
 }
 
-// ---- digits: strokes -> a 32x32 bitmap (fitted, centred) -> 8x8 counts 0..16, as the UCI digits
-const pad = $("pad"), pen = pad.getContext("2d", { willReadFrequently: true });
+// ---- digits: the strokes' points, fitted into a 32x32 bitmap (centred, aspect kept) and drawn again
+// there with a pen of the training digits' width, then 8x8 counts 0..16 of on pixels per 4x4 block:
+// the UCI digits' making, and the same input however large the user wrote
+const pad = $("pad"), pen = pad.getContext("2d");
+const PEN_32 = 6.5; // pen width in the 32x32 bitmap: the UCI strokes are 5 to 8 pixels wide
+let strokes = [];
 function clearPad() {
   pen.fillStyle = "#000";
   pen.fillRect(0, 0, pad.width, pad.height);
+  strokes = [];
   $("class").textContent = "";
   $("probs").textContent = "";
 }
 
 function digitCounts() {
-  const { width: w, height: h } = pad, px = pen.getImageData(0, 0, w, h).data;
-  let x0 = w, y0 = h, x1 = -1, y1 = -1;
-  for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) if (px[4 * (y * w + x)] > 127) {
-    if (x < x0) x0 = x; if (x > x1) x1 = x; if (y < y0) y0 = y; if (y > y1) y1 = y;
-  }
-  if (x1 < 0) return null;
-  const bw = x1 - x0 + 1, bh = y1 - y0 + 1, s = 32 / Math.max(bw, bh);
+  const pts = strokes.flat();
+  if (!pts.length) return null;
+  const xs = pts.map((p) => p[0]), ys = pts.map((p) => p[1]);
+  const x0 = Math.min(...xs), y0 = Math.min(...ys), bw = Math.max(...xs) - x0, bh = Math.max(...ys) - y0;
+  const s = (32 - PEN_32) / Math.max(bw, bh, 1e-3), ox = (32 - bw * s) / 2 - x0 * s, oy = (32 - bh * s) / 2 - y0 * s;
   const c = new OffscreenCanvas(32, 32), g = c.getContext("2d", { willReadFrequently: true });
   g.fillStyle = "#000";
   g.fillRect(0, 0, 32, 32);
-  g.imageSmoothingQuality = "high";
-  g.drawImage(pad, x0, y0, bw, bh, (32 - bw * s) / 2, (32 - bh * s) / 2, bw * s, bh * s);
+  g.strokeStyle = "#fff";
+  g.lineWidth = PEN_32;
+  g.lineCap = g.lineJoin = "round";
+  for (const st of strokes) {
+    g.beginPath();
+    g.moveTo(st[0][0] * s + ox, st[0][1] * s + oy);
+    for (const [x, y] of st.length > 1 ? st.slice(1) : [[st[0][0] + 0.01, st[0][1]]]) g.lineTo(x * s + ox, y * s + oy);
+    g.stroke();
+  }
   const b = g.getImageData(0, 0, 32, 32).data, counts = new Array(64).fill(0);
   for (let y = 0; y < 32; y++) for (let x = 0; x < 32; x++) if (b[4 * (y * 32 + x)] > 127) counts[(y >> 2) * 8 + (x >> 2)]++;
   return counts;
@@ -127,8 +137,16 @@ async function classifyDigit() {
     showError("prediction failed: " + e.message);
   } finally {
     busy = false;
-    if (again) { again = false; requestAnimationFrame(classifyDigit); }
+    if (again) { again = false; live(); }
   }
+}
+
+// at most one prediction a frame while the pen moves
+let frame = false;
+function live() {
+  if (frame) return;
+  frame = true;
+  requestAnimationFrame(() => { frame = false; classifyDigit(); });
 }
 
 let drawing = false;
@@ -140,6 +158,8 @@ pad.addEventListener("pointerdown", (e) => {
   drawing = true;
   pad.setPointerCapture(e.pointerId);
   const [x, y] = at(e);
+  strokes.push([[x, y]]);
+  if (window.ember.firstStrokeMs === null) window.ember.firstStrokeMs = performance.now();
   pen.beginPath();
   pen.moveTo(x, y);
   pen.lineTo(x + 0.1, y);
@@ -148,9 +168,10 @@ pad.addEventListener("pointerdown", (e) => {
 pad.addEventListener("pointermove", (e) => {
   if (!drawing) return;
   const [x, y] = at(e);
+  strokes[strokes.length - 1].push([x, y]);
   pen.lineTo(x, y);
   pen.stroke();
-  requestAnimationFrame(classifyDigit);
+  live();
 });
 const stop = () => { if (drawing) { drawing = false; classifyDigit(); } };
 pad.addEventListener("pointerup", stop);
@@ -257,13 +278,23 @@ async function boot() {
   window.ember.ready = true;
   window.ember.readyMs = performance.now();
   $("status").textContent = "Ready: draw a digit (mouse or touch).";
-  const g = await startGpu(files);
-  if (g.ok) {
-    gpu = g;
-    $("gpu").disabled = false;
-    $("gpu-why").textContent = "(" + g.adapter + ")";
-  } else $("gpu-why").textContent = "GPU unavailable: " + g.reason;
+  const why = await gpuMissing(files);
+  $("gpu").disabled = !!why;
+  $("gpu-why").textContent = why ? "GPU unavailable: " + why : "(" + describe(adapter) + ")";
 }
+
+// Why the GPU path cannot run here, or null (then ``adapter`` is set); gpu.js loads on first use
+async function gpuMissing(files) {
+  if (!navigator.gpu) return "this browser has no WebGPU (navigator.gpu is missing)";
+  if (!files["digits_gpu.json"]) return "the site was built without GPU plans (no wgpu at build time)";
+  try {
+    adapter = await navigator.gpu.requestAdapter();
+  } catch (e) {
+    return "WebGPU failed: " + e.message;
+  }
+  return adapter ? null : "WebGPU found no adapter";
+}
+const describe = (a) => [(a.info || {}).vendor, (a.info || {}).architecture, (a.info || {}).description].filter(Boolean).join(" ") || "WebGPU";
 
 async function start() {
   try {

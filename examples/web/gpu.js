@@ -2,18 +2,9 @@
 // dispatches of ember's Wgpu backend for one forward pass) on navigator.gpu. web_infer.predict_gpu
 // (Python) calls window.emberGpu.run(name, csv) and awaits the logits, comma-separated.
 
-// Why the GPU switch is off, or {ok: true, adapter, prepare(name, record)}
-export async function startGpu(files) {
-  if (!navigator.gpu) return { ok: false, reason: "this browser has no WebGPU (navigator.gpu is missing)" };
-  if (!files["digits_gpu.json"]) return { ok: false, reason: "the site was built without GPU plans (no wgpu at build time)" };
-  let adapter, device;
-  try {
-    adapter = await navigator.gpu.requestAdapter();
-    if (!adapter) return { ok: false, reason: "WebGPU found no adapter" };
-    device = await adapter.requestDevice();
-  } catch (e) {
-    return { ok: false, reason: "WebGPU failed: " + e.message };
-  }
+// {adapter: its name, prepare(name, record)} on the adapter app.js found; loaded on the first GPU use
+export async function startGpu(adapter) {
+  const device = await adapter.requestDevice();
   const info = adapter.info || {};
   const label = [info.vendor, info.architecture, info.description].filter(Boolean).join(" ") || "WebGPU";
   const models = {};
@@ -32,7 +23,7 @@ export async function startGpu(files) {
       return (await m.run(new Float32Array(String(csv).split(",").map(Number)))).join(",");
     },
   };
-  return { ok: true, adapter: label, prepare };
+  return { adapter: label, prepare };
 }
 
 // {tensor name: Float32Array} of a safetensors file's float32 tensors
@@ -78,24 +69,31 @@ function build(device, plan, weights) {
   }));
   const out = plan.output, nbytes = out.count * 4;
   const staging = device.createBuffer({ size: nbytes, usage: S.MAP_READ | S.COPY_DST });
+  let last = Promise.resolve(); // one run at a time: they share the staging buffer
   return {
-    async run(x) {
-      if (x.length !== plan.input.count) throw new Error(`GPU input: expected ${plan.input.count} values, found ${x.length}`);
-      device.queue.writeBuffer(buffers[plan.input.buffer], plan.input.offset, x);
-      const enc = device.createCommandEncoder();
-      const pass = enc.beginComputePass();
-      plan.dispatches.forEach((d, i) => {
-        pass.setPipeline(kernels[d.k].pipeline);
-        pass.setBindGroup(0, groups[i]);
-        pass.dispatchWorkgroups(d.g[0], d.g[1], d.g[2]);
-      });
-      pass.end();
-      enc.copyBufferToBuffer(buffers[out.buffer], out.offset, staging, 0, nbytes);
-      device.queue.submit([enc.finish()]);
-      await staging.mapAsync(GPUMapMode.READ);
-      const y = Array.from(new Float32Array(staging.getMappedRange().slice(0)));
-      staging.unmap();
-      return y;
+    run(x) {
+      const next = last.then(() => once(x));
+      last = next.catch(() => {});
+      return next;
     },
   };
+
+  async function once(x) {
+    if (x.length !== plan.input.count) throw new Error(`GPU input: expected ${plan.input.count} values, found ${x.length}`);
+    device.queue.writeBuffer(buffers[plan.input.buffer], plan.input.offset, x);
+    const enc = device.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    plan.dispatches.forEach((d, i) => {
+      pass.setPipeline(kernels[d.k].pipeline);
+      pass.setBindGroup(0, groups[i]);
+      pass.dispatchWorkgroups(d.g[0], d.g[1], d.g[2]);
+    });
+    pass.end();
+    enc.copyBufferToBuffer(buffers[out.buffer], out.offset, staging, 0, nbytes);
+    device.queue.submit([enc.finish()]);
+    await staging.mapAsync(GPUMapMode.READ);
+    const y = Array.from(new Float32Array(staging.getMappedRange().slice(0)));
+    staging.unmap();
+    return y;
+  }
 }

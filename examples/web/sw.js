@@ -2,7 +2,7 @@
 // it fetches passes here and is kept; the page itself is kept at install. Fresh copies win while
 // online (a rebuilt site shows at the next load); the cache answers when the network fails.
 const CACHE = "ember-web-v1";
-const PAGE = ["./", "index.html", "app.js", "gpu.js"];
+const PAGE = ["./", "app.js"];
 self.addEventListener("install", (e) => e.waitUntil(caches.open(CACHE).then((c) => c.addAll(PAGE)).then(() => self.skipWaiting())));
 self.addEventListener("activate", (e) => e.waitUntil(self.clients.claim()));
 self.addEventListener("fetch", (e) => {
