@@ -43,12 +43,14 @@ def _record(name, record, make):
         sys.exit("web: %s did not write %s" % (make[0], record))
 
 
-def _deploy(name, out, runtime_done):
+def _deploy(name, out, runtime_done, record=None):
     """ember deploy (float32, the wasm board) into a scratch folder; copy the runtime once, the model
-    file and its plan always; the record is the trained file itself."""
+    file and its plan always; the record is the trained file itself (or ``record``, a test's)."""
     from ember.accel.deploy import deploy
-    path, cls, record, shape, make = MODELS[name]
-    _record(name, record, make)
+    path, cls, trained, shape, make = MODELS[name]
+    if record is None:
+        record = trained
+        _record(name, record, make)
     scratch = tempfile.mkdtemp(prefix="ember-web-")
     try:
         bundle = os.path.join(scratch, "bundle")
@@ -77,7 +79,10 @@ def _mpy(src, dst):
     subprocess.run([mpy_cross_binary(), "-O2", "-o", dst, src], check=True)
 
 
-def build(out):
+def build(out, records=None, gpu=True):
+    """The site in folder ``out`` (replaced); ``records``: {model name: record path} in place of the
+    trained ones (the tests' own); ``gpu``: record the GPU plans (needs wgpu). Returns {file: bytes}."""
+    records = records or {}
     if not os.path.exists(os.path.join(MICROPYTHON, "micropython.wasm")):
         sys.exit("web: MicroPython's wasm port is missing: run `make node_modules`")
     if os.path.isdir(out):
@@ -90,18 +95,20 @@ def build(out):
     for f in ("micropython.mjs", "micropython.wasm"):
         shutil.copy(os.path.join(MICROPYTHON, f), out)
     for i, name in enumerate(MODELS):
-        _deploy(name, out, i > 0)
+        _deploy(name, out, i > 0, records.get(name))
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import samples
     samples.write(os.path.join(out, "samples"))
     try:
+        if not gpu:
+            raise ImportError("not asked for")
         import wgpu  # noqa: F401
     except ImportError as e:  # wgpu is optional: the page then offers the CPU path only, and says why
         print("web: no GPU plans (%s): the page will say so" % e)
     else:
         plan = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_plan.py")
         for name, (path, cls, record, shape, _) in MODELS.items():
-            subprocess.run([sys.executable, plan, path, cls, record, ",".join(map(str, shape)),
+            subprocess.run([sys.executable, plan, path, cls, records.get(name, record), ",".join(map(str, shape)),
                             os.path.join(out, name + "_gpu.json")], check=True)
     files = {}
     for folder, _, names in os.walk(out):
