@@ -197,6 +197,9 @@ async function classifyImage(source, label) {
 
 async function upload(file) {
   showError("");
+  $("top5").textContent = ""; // a refused file leaves no earlier answer beside its error
+  delete $("top5").dataset.source;
+  $("shown").getContext("2d").clearRect(0, 0, 128, 128);
   if (!file.type.startsWith("image/")) throw new Error(`${file.name} is not an image (type ${file.type || "unknown"}): choose a PNG, JPEG, GIF or WebP`);
   if (file.size > MAX_UPLOAD) throw new Error(`${file.name} is ${(file.size / 1048576).toFixed(1)} MB: at most ${MAX_UPLOAD >> 20} MB`);
   let bitmap;

@@ -196,6 +196,14 @@ try {
     const top = await page.locator("#top5 li").first().getAttribute("data-class");
     check(top === cls, `sample ${file}: top-1 ${top} (expected ${cls}), ${await page.locator("#top5 li").count()} shown`);
   }
+  if (gpuOn) {
+    await page.click("#gpu");
+    await page.click('img.s[data-file="triangle.png"]');
+    await page.waitForFunction(() => window.ember.times.at(-1)[0] === "gpu" && window.ember.times.at(-1)[1] === "shapes");
+    const top = await page.locator("#top5 li").first().getAttribute("data-class");
+    check(top === "triangle", `GPU path: sample triangle.png: top-1 ${top}`);
+    await page.click("#cpu");
+  }
   const upload = (files) => page.setInputFiles("#file", files);
   await upload(path.join(SITE, "samples", "star.png"));
   await page.waitForSelector('#top5[data-source="star.png"] li');
@@ -213,6 +221,7 @@ try {
       .catch(() => {});
     const text = await page.locator("#error").textContent();
     check(text.includes(says), `upload ${file.name}: the page says "${says}" (it says "${text}")`);
+    check(await page.locator("#top5 li").count() === 0, `upload ${file.name}: no earlier answer left beside the error`);
   }
   await shot(page, "bad-upload");
   noErrors(errors, "the main session");
