@@ -3,7 +3,7 @@
 # (tools/system_packages.sh; EMBER_SYSTEM_PACKAGES=0 skips that check).
 #
 #   make test       CPython tests (pytest, the book's snippets among them), MicroPython tests, board
-#                   checks, the book's strict build; fails if any fails
+#                   checks, the book's strict build, the browser demo in Chromium; fails if any fails
 #   make test-py    pytest in .venv (all but tests/boards), EMBER_REQUIRE_BACKENDS as below
 #   make test-mpy   tests/core + tests/conformance under MicroPython: the wasm port (node) and the
 #                   unix port (the venv's `micropython`, a fixed heap as on a board)
@@ -22,6 +22,10 @@
 #                   the aarch64 wheel under qemu-user and the pure one in Pyodide (tools/wheels/)
 #   make docs       the book (book/, mkdocs.yml) into site/, its figures from a real run; test-docs
 #                   runs every snippet of the book first (tests/book)
+#   make web        the browser demo (examples/web/) built into build/web/ (tools/web/build.py)
+#   make serve-web  serves build/web/ on http://127.0.0.1:8000/ (WEB_PORT=...)
+#   make test-web   the demo in headless Chromium (tests/web/run.mjs): digits on CPU and GPU, images,
+#                   bad input, offline; screenshots and report.json in test-artifacts/web/
 #   make clean      remove .venv, node_modules and build leftovers
 #
 # Variables: PYTEST_ARGS (e.g. PYTEST_ARGS='-k conv -x'), MPY_ARGS (e.g. MPY_ARGS='-k conv -v'),
@@ -39,6 +43,9 @@ VENV_STAMP := $(VENV)/.installed
 
 MICROPYTHON_NPM := @micropython/micropython-webassembly-pyscript@1.27.0
 NODE_STAMP := node_modules/.installed-micropython-1.27.0
+PLAYWRIGHT_NPM := playwright-core@1.65.1
+PLAYWRIGHT_STAMP := node_modules/.installed-playwright-core-1.65.1
+WEB_PORT ?= 8000
 
 EMBER_REQUIRE_BACKENDS ?= cpu,cpu-c,numpy,wgpu,autodiff-cpu,autodiff-cpu-c,fusion-cpu,fusion-cpu-c,fusion-wgpu
 MPY_REQUIRE_BACKENDS ?= cpu
@@ -76,6 +83,28 @@ $(NODE_STAMP):
 	  --omit-lockfile-registry-resolved $(MICROPYTHON_NPM)
 	touch $@
 
+$(PLAYWRIGHT_STAMP): $(NODE_STAMP)
+	npm install --prefix . --no-save --no-package-lock --no-audit --no-fund \
+	  --omit-lockfile-registry-resolved $(MICROPYTHON_NPM) $(PLAYWRIGHT_NPM)
+	touch $@
+
+# ---- the browser demo ------------------------------------------------------------
+
+.PHONY: web
+.PHONY: serve-web
+.PHONY: test-web
+
+# wgpu records the GPU plans (Vulkan wants a private runtime directory); missing records are trained
+web: $(VENV) node_modules
+	@export XDG_RUNTIME_DIR="$${XDG_RUNTIME_DIR:-$$(mktemp -d)}"; $(PY) tools/web/build.py build/web
+
+serve-web: web
+	@echo "serving build/web on http://127.0.0.1:$(WEB_PORT)/ (Ctrl-C stops)"
+	$(PY) -m http.server $(WEB_PORT) --bind 127.0.0.1 --directory build/web
+
+test-web: system web $(PLAYWRIGHT_STAMP)
+	node tests/web/run.mjs build/web
+
 # ---- tests -------------------------------------------------------------------
 
 test: system $(VENV) node_modules
@@ -84,6 +113,7 @@ test: system $(VENV) node_modules
 	$(MAKE) --no-print-directory test-mpy || status=1; \
 	$(MAKE) --no-print-directory test-boards || status=1; \
 	$(MAKE) --no-print-directory docs || status=1; \
+	$(MAKE) --no-print-directory test-web || status=1; \
 	$(MAKE) --no-print-directory test-quickstart || status=1; \
 	if [ $$status -ne 0 ]; then echo "make test: FAILED (see above)" >&2; fi; \
 	exit $$status
