@@ -1,0 +1,257 @@
+"""The primitives the binding runs itself, each falling back to the host road (host.py) for the
+dtypes and cases where candle's result would differ from ember's.
+
+Every function takes and returns ``CandleArray``s. The rules for leaving candle: an empty array
+(candle refuses zero-size broadcasts, narrows and reductions); integer ops that must wrap to int8 or
+int32 (stored in i64); anything candle lacks or computes otherwise (see docs/candle.md).
+"""
+import candle
+from ember import dtypes
+from ember.accel.numpy.arrays import from_values
+
+from .exchange import STORE, CandleArray, upload
+from .host import host
+
+FLOATS = (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16)
+HALVES = (dtypes.float16, dtypes.bfloat16)
+BOOL = dtypes.bool_
+I64 = dtypes.int64
+F32 = dtypes.float32
+F64 = dtypes.float64
+
+_host = {name: host(name) for name in ("reshape", "expand", "slice", "cat", "unary", "binary", "where",
+                                       "cast", "reduce", "matmul", "gather")}
+
+
+def numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def empty(*xs):
+    """Whether any of the arrays has no element (candle refuses most ops on those)."""
+    for x in xs:
+        if type(x) is CandleArray and 0 in x.t.shape:
+            return True
+    return False
+
+
+_scalars = {}
+
+
+def scalar(value, dtype, shape):
+    """``value`` (already of ``dtype``) as a candle tensor of ``shape`` (a stride-0 view of one
+    uploaded element; the element is kept, so a repeated scalar uploads once)."""
+    key = (dtype.name, type(value), value, str(value))  # str: 0.0 and -0.0 apart
+    t = _scalars.get(key)
+    if t is None:
+        if len(_scalars) > 1024:
+            _scalars.clear()
+        t = upload(from_values([value], dtype).reshape(()), dtype).t
+        _scalars[key] = t
+    return t.broadcast_as(tuple(shape)) if shape else t
+
+
+# ---- movement -------------------------------------------------------------------------------
+
+def reshape(x, shape):
+    if empty(x) or numel(shape) == 0:
+        return _host["reshape"](x, shape)
+    return CandleArray(x.t.reshape(tuple(shape)), x.dtype)
+
+
+def permute(x, dims):
+    # the binding has transpose only: a permutation is at most rank - 1 swaps
+    t, order = x.t, list(range(len(dims)))
+    for i, d in enumerate(dims):
+        j = order.index(d)
+        if j != i:
+            t = t.transpose(i, j)
+            order[i], order[j] = order[j], order[i]
+    return CandleArray(t, x.dtype)
+
+
+def expand(x, shape):
+    if empty(x) or numel(shape) == 0:
+        return _host["expand"](x, shape)
+    return CandleArray(x.t.broadcast_as(tuple(shape)), x.dtype)
+
+
+def slice_(x, ranges):
+    out = [len(range(*r)) for r in ranges]
+    if empty(x) or 0 in out:
+        return _host["slice"](x, ranges)
+    t = x.t
+    for dim, (start, stop, step) in enumerate(ranges):
+        if step == 1:
+            if start != 0 or stop != t.shape[dim]:
+                t = t.narrow(dim, start, stop - start)
+        else:  # a stepped or reversed range: index_select with the positions
+            idx = from_values(list(range(start, stop, step)), I64)
+            t = t.contiguous().index_select(upload(idx, I64).t, dim)
+    return CandleArray(t, x.dtype)
+
+
+def cat(xs, dim):
+    full = [x for x in xs if not empty(x)]
+    if not full:
+        return _host["cat"](xs, dim)
+    if len(full) == 1:
+        return full[0]
+    return CandleArray(candle.cat([x.t for x in full], dim), xs[0].dtype)
+
+
+# ---- elementwise ----------------------------------------------------------------------------
+
+def _tanh(t):
+    return candle.functional.tanh(t)
+
+
+_UNARY_FLOAT = {
+    "abs": candle.Tensor.abs, "exp": candle.Tensor.exp, "log": candle.Tensor.log,
+    "sqrt": candle.Tensor.sqrt, "sin": candle.Tensor.sin, "cos": candle.Tensor.cos,
+    "tanh": _tanh, "reciprocal": candle.Tensor.recip,
+}
+
+
+def unary(op, x):
+    dtype = x.dtype
+    if empty(x):
+        return _host["unary"](op, x)
+    t = x.t
+    if dtype in FLOATS:
+        f = _UNARY_FLOAT.get(op)
+        if f is not None:
+            return CandleArray(f(t), dtype)
+        if op == "neg":  # a multiply by -1, so that 0 gives -0
+            return CandleArray(t * scalar(-1.0, dtype, t.shape), dtype)
+        if op == "isnan":
+            return CandleArray(t != t, BOOL)
+    if dtype is BOOL and op == "logical_not":
+        return CandleArray(t == scalar(False, BOOL, t.shape), BOOL)
+    return _host["unary"](op, x)
+
+
+_COMPARE = {"eq": candle.Tensor.__eq__, "ne": candle.Tensor.__ne__, "lt": candle.Tensor.__lt__,
+            "le": candle.Tensor.__le__, "gt": candle.Tensor.__gt__, "ge": candle.Tensor.__ge__}
+_ARITH = {"add": candle.Tensor.__add__, "sub": candle.Tensor.__sub__, "mul": candle.Tensor.__mul__,
+          "div": candle.Tensor.__truediv__}
+# the arithmetic candle does as ember does, by storage dtype (i64 and u8 wrap as two's complement)
+_ARITH_DTYPES = {"add": FLOATS + (I64, dtypes.uint8), "sub": FLOATS + (I64, dtypes.uint8),
+                 "mul": FLOATS + (I64, dtypes.uint8), "div": FLOATS}
+
+
+def binary(op, a, b):
+    arr = a if type(a) is CandleArray else b
+    dtype = arr.dtype
+    if empty(arr):
+        return _host["binary"](op, a, b)
+    shape = arr.t.shape
+    ta = a.t if type(a) is CandleArray else scalar(a, dtype, shape)
+    tb = b.t if type(b) is CandleArray else scalar(b, dtype, shape)
+    f = _COMPARE.get(op)
+    if f is not None:
+        return CandleArray(f(ta, tb), BOOL)
+    f = _ARITH.get(op)
+    if f is not None and dtype in _ARITH_DTYPES[op]:
+        return CandleArray(f(ta, tb), dtype)
+    if dtype is BOOL:
+        if op == "and":
+            return CandleArray(ta * tb, BOOL)
+        if op == "xor":
+            return CandleArray(ta != tb, BOOL)
+        if op in ("or", "maximum"):
+            return CandleArray((ta + tb) != scalar(False, BOOL, shape), BOOL)
+    return _host["binary"](op, a, b)
+
+
+def where(cond, a, b):
+    if empty(cond):
+        return _host["where"](cond, a, b)
+    return CandleArray(cond.t.where_cond(a.t, b.t), a.dtype)
+
+
+# casts candle makes exactly as ember does: (from, to) by ember dtype
+_CASTS = set()
+for _f in (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16):
+    _CASTS.add((_f, F32))
+    _CASTS.add((_f, F64))
+for _f in (dtypes.int64, dtypes.int32, dtypes.int8, dtypes.uint8, BOOL):
+    _CASTS.add((_f, F32))
+    _CASTS.add((_f, F64))
+    _CASTS.add((_f, dtypes.int64))
+for _f in (dtypes.int8, dtypes.uint8, BOOL):
+    _CASTS.add((_f, dtypes.int32))
+_CASTS |= {(F32, dtypes.float16), (F32, dtypes.bfloat16), (BOOL, dtypes.int8), (BOOL, dtypes.uint8)}
+
+
+def cast(x, dtype):
+    src = x.dtype
+    if src is dtype:
+        return CandleArray(x.t, dtype)
+    if empty(x):
+        return _host["cast"](x, dtype)
+    if dtype is BOOL:  # != 0: nan is True, as in every ember backend
+        return CandleArray(x.t != scalar(False if src is BOOL else 0, src, x.t.shape), BOOL)
+    if (src, dtype) in _CASTS:
+        return CandleArray(x.t.to_dtype(STORE[dtype][0]), dtype)
+    return _host["cast"](x, dtype)
+
+
+# ---- reductions, matmul, gather -------------------------------------------------------------
+
+def _nan_fill(t, r, dim, dtype):
+    # candle's max/min skip NaN; ember's propagate it
+    has_nan = (t != t).max_keepdim(dim)
+    return has_nan.where_cond(scalar(float("nan"), dtype, r.shape), r)
+
+
+def reduce(op, x, dim):
+    dtype = x.dtype
+    if empty(x):
+        return _host["reduce"](op, x, dim)
+    t = x.t
+    if op == "sum":
+        if dtype is F64 or dtype is I64:
+            return CandleArray(t.sum_keepdim(dim), dtype)
+        if dtype is F32:  # accumulate in f64, round once
+            return CandleArray(t.to_dtype(candle.f64).sum_keepdim(dim).to_dtype(candle.f32), dtype)
+        if dtype in HALVES:
+            r = t.to_dtype(candle.f64).sum_keepdim(dim).to_dtype(candle.f32)
+            return CandleArray(r.to_dtype(t.dtype), dtype)
+    if op in ("max", "min"):
+        r = t.max_keepdim(dim) if op == "max" else t.min_keepdim(dim)
+        if dtype in FLOATS:
+            r = _nan_fill(t, r, dim, dtype)
+        return CandleArray(r, dtype)
+    if dtype is BOOL and op in ("any", "all"):
+        return CandleArray(t.max_keepdim(dim) if op == "any" else t.min_keepdim(dim), BOOL)
+    return _host["reduce"](op, x, dim)
+
+
+def matmul(a, b):
+    dtype = a.dtype
+    if dtype not in FLOATS or empty(a, b):
+        return _host["matmul"](a, b)
+    ta, tb = a.t.contiguous(), b.t.contiguous()
+    if dtype in HALVES:  # accumulate in f32, round once
+        r = ta.to_dtype(candle.f32).matmul(tb.to_dtype(candle.f32))
+        return CandleArray(r.to_dtype(ta.dtype), dtype)
+    return CandleArray(ta.matmul(tb), dtype)
+
+
+def gather(x, dim, index):
+    if empty(x, index):
+        return _host["gather"](x, dim, index)
+    t = x.t
+    for d, (n, m) in enumerate(zip(t.shape, index.t.shape)):
+        if d != dim and m != n:  # candle wants equal sizes off dim; only the first m are read
+            t = t.narrow(d, 0, m)
+    try:
+        return CandleArray(t.contiguous().gather(index.t.contiguous(), dim), x.dtype)
+    except ValueError as e:
+        if "InvalidIndex" not in str(e):
+            raise
+    return _host["gather"](x, dim, index)  # the NumPy kernel raises IndexOutOfRange naming the index
