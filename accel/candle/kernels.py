@@ -116,6 +116,18 @@ _UNARY_FLOAT = {
 }
 
 
+def _sigmoid(t):
+    return ((t * -1.0).exp() + 1.0).recip()
+
+
+def _rsqrt(t):
+    return t.sqrt().recip()
+
+
+# what the NumPy device computes in float64 and rounds once, here the same way
+_UNARY_F64 = {"sigmoid": _sigmoid, "rsqrt": _rsqrt}
+
+
 def unary(op, x):
     dtype = x.dtype
     if empty(x):
@@ -125,6 +137,8 @@ def unary(op, x):
         f = _UNARY_FLOAT.get(op)
         if f is not None:
             return CandleArray(f(t), dtype)
+        if op in _UNARY_F64 and dtype in (F32, F64):  # one double-precision function, rounded once
+            return CandleArray(_UNARY_F64[op](t.to_dtype(candle.f64)).to_dtype(t.dtype), dtype)
         if op == "neg":  # a multiply by -1, so that 0 gives -0
             return CandleArray(t * scalar(-1.0, dtype, t.shape), dtype)
         if op == "isnan":
@@ -157,14 +171,24 @@ def binary(op, a, b):
     f = _ARITH.get(op)
     if f is not None and dtype in _ARITH_DTYPES[op]:
         return CandleArray(f(ta, tb), dtype)
+    if op in ("maximum", "minimum"):
+        return CandleArray(_extreme(op, ta, tb, dtype in FLOATS), dtype)
     if dtype is BOOL:
         if op == "and":
             return CandleArray(ta * tb, BOOL)
         if op == "xor":
             return CandleArray(ta != tb, BOOL)
-        if op in ("or", "maximum"):
+        if op == "or":
             return CandleArray((ta + tb) != scalar(False, BOOL, shape), BOOL)
     return _host["binary"](op, a, b)
+
+
+def _extreme(op, ta, tb, floats):
+    r = (ta >= tb if op == "maximum" else ta <= tb).where_cond(ta, tb)
+    if floats:  # a NaN on either side wins, as numpy's maximum and minimum give
+        r = (tb != tb).where_cond(tb, r)
+        r = (ta != ta).where_cond(ta, r)
+    return r
 
 
 def where(cond, a, b):
