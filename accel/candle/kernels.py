@@ -57,12 +57,14 @@ def scalar(value, dtype, shape):
 # ---- movement -------------------------------------------------------------------------------
 
 def reshape(x, shape):
+    """The primitive ``reshape``: candle's (a strided view is copied)."""
     if empty(x) or numel(shape) == 0:
         return _host["reshape"](x, shape)
     return CandleArray(x.t.reshape(tuple(shape)), x.dtype)
 
 
 def permute(x, dims):
+    """The primitive ``permute``: a chain of ``transpose`` views."""
     # the binding has transpose only: a permutation is at most rank - 1 swaps
     t, order = x.t, list(range(len(dims)))
     for i, d in enumerate(dims):
@@ -74,12 +76,14 @@ def permute(x, dims):
 
 
 def expand(x, shape):
+    """The primitive ``expand``: candle's ``broadcast_as`` (a stride-0 view)."""
     if empty(x) or numel(shape) == 0:
         return _host["expand"](x, shape)
     return CandleArray(x.t.broadcast_as(tuple(shape)), x.dtype)
 
 
 def slice_(x, ranges):
+    """The primitive ``slice``: ``narrow`` per step-1 range, ``index_select`` of the positions otherwise."""
     out = [len(range(*r)) for r in ranges]
     if empty(x) or 0 in out:
         return _host["slice"](x, ranges)
@@ -95,6 +99,7 @@ def slice_(x, ranges):
 
 
 def cat(xs, dim):
+    """The primitive ``cat``: ``candle.cat`` of the non-empty parts."""
     full = [x for x in xs if not empty(x)]
     if not full:
         return _host["cat"](xs, dim)
@@ -129,6 +134,7 @@ _UNARY_F64 = {"sigmoid": _sigmoid, "rsqrt": _rsqrt}
 
 
 def unary(op, x):
+    """The primitive ``unary``: candle's function where it gives ember's values, else the host's."""
     dtype = x.dtype
     if empty(x):
         return _host["unary"](op, x)
@@ -158,6 +164,7 @@ _ARITH_DTYPES = {"add": FLOATS + (I64, dtypes.uint8), "sub": FLOATS + (I64, dtyp
 
 
 def binary(op, a, b):
+    """The primitive ``binary``: arrays of one shape and dtype, or one side a Python scalar of it."""
     arr = a if type(a) is CandleArray else b
     dtype = arr.dtype
     if empty(arr):
@@ -192,6 +199,7 @@ def _extreme(op, ta, tb, floats):
 
 
 def where(cond, a, b):
+    """The primitive ``where``: candle's ``where_cond`` on the u8 condition."""
     if empty(cond):
         return _host["where"](cond, a, b)
     return CandleArray(cond.t.where_cond(a.t, b.t), a.dtype)
@@ -210,6 +218,7 @@ _CASTS |= {(BOOL, dtypes.int8), (BOOL, dtypes.uint8)}
 
 
 def cast(x, dtype):
+    """The primitive ``cast``: candle's ``to_dtype`` where it converts as ember does, else the host's."""
     src = x.dtype
     if src is dtype:
         return CandleArray(x.t, dtype)
@@ -231,6 +240,7 @@ def _nan_fill(t, r, dim, dtype):
 
 
 def reduce(op, x, dim):
+    """The primitive ``reduce`` over ``dim`` (kept with size 1)."""
     dtype = x.dtype
     if empty(x):
         return _host["reduce"](op, x, dim)
@@ -254,17 +264,24 @@ def reduce(op, x, dim):
 
 
 def matmul(a, b):
+    """The primitive ``matmul``: candle's gemm on floats (halves in f32), the host's on ints."""
     dtype = a.dtype
     if dtype not in FLOATS or empty(a, b):
         return _host["matmul"](a, b)
     ta, tb = a.t.contiguous(), b.t.contiguous()
+    shape = ta.shape[:-1] + tb.shape[-1:]
+    if len(shape) > 3:  # one batch dim: candle misreads the strides of size-1 batch dims
+        ta = ta.reshape((numel(ta.shape[:-2]),) + ta.shape[-2:])
+        tb = tb.reshape((numel(tb.shape[:-2]),) + tb.shape[-2:])
     if dtype in HALVES:  # accumulate in f32, round once
-        r = ta.to_dtype(candle.f32).matmul(tb.to_dtype(candle.f32))
-        return CandleArray(r.to_dtype(ta.dtype), dtype)
-    return CandleArray(ta.matmul(tb), dtype)
+        r = ta.to_dtype(candle.f32).matmul(tb.to_dtype(candle.f32)).to_dtype(ta.dtype)
+    else:
+        r = ta.matmul(tb)
+    return CandleArray(r.reshape(shape), dtype)
 
 
 def gather(x, dim, index):
+    """The primitive ``gather``: candle's; an index out of range is the NumPy kernel's error."""
     if empty(x, index):
         return _host["gather"](x, dim, index)
     t = x.t
