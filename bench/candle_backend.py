@@ -17,10 +17,9 @@ import random
 import sys
 import time
 
-from _load import LoadMeter  # bench/_load.py: this script's folder is on sys.path
-
-QUIET_CORES = 0.3
-MIN_KEPT = 3
+# this script's folder is on sys.path: the NumPy bench's shuffled rounds and load filter serve here too
+import numpy_backend
+from numpy_backend import QUIET_CORES, kept, median, run_rounds
 
 
 def parse_args(argv):
@@ -30,28 +29,6 @@ def parse_args(argv):
     p.add_argument("--target", type=float, default=0.1, help="seconds per timed batch (default 0.1)")
     p.add_argument("--threads", type=int, default=1, help="BLAS and rayon threads (default 1)")
     return p.parse_args(argv)
-
-
-def median(xs):
-    s = sorted(xs)
-    k = len(s)
-    return s[k // 2] if k % 2 else (s[k // 2 - 1] + s[k // 2]) / 2
-
-
-def batch(fn, n):
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    return time.perf_counter() - t0
-
-
-def calibrate(fn, target):
-    n = 1
-    while True:
-        t = batch(fn, n)
-        if t >= target / 5 or n >= 1 << 20:
-            return max(1, int(n * target / max(t, 1e-9)))
-        n *= 4
 
 
 def main(argv):
@@ -95,25 +72,13 @@ def main(argv):
     assert np.allclose((ca @ cb).numpy(), na.numpy() @ nb.numpy(), rtol=1e-4, atol=1e-3)
     assert np.array_equal((cu + cw).numpy(), nu.numpy() + nw.numpy())
 
-    names = sorted(cells)
-    counts = {name: calibrate(cells[name], args.target) for name in names}
-    samples = {name: [] for name in names}
-    loads = []
-    rng = random.Random(0)
-    for _ in range(args.rounds):
-        order = list(names)
-        rng.shuffle(order)
-        meter = LoadMeter()
-        for name in order:
-            samples[name].append(batch(cells[name], counts[name]) / counts[name])
-        loads.append(meter.foreign_cores())
-    quiet = [i for i, load in enumerate(loads) if load is not None and load <= QUIET_CORES]
-    keep = quiet if len(quiet) >= MIN_KEPT else list(range(len(loads)))
-
+    numpy_backend.CLOCK[0] = time.perf_counter  # rayon's threads: wall time, not this thread's CPU
+    samples, loads = run_rounds(cells, args.rounds, args.target, random.Random(0))
+    keep, quiet = kept(loads)
     print("ember Candle() beside candle 0.4.2 (%d rayon threads), NumPy() and numpy %s; CPython %s on %s; "
           "%d of %d rounds quiet (other processes <= %.1f cores), figures over %s"
           % (candle.utils.get_num_threads(), np.__version__, platform.python_version(), platform.machine(),
-             len(quiet), len(loads), QUIET_CORES, "those" if keep is quiet else "all rounds"))
+             len(keep) if quiet else 0, len(loads), QUIET_CORES, "those" if quiet else "all rounds"))
     result = {"threads": args.threads, "rounds_kept": len(keep)}
     for op in ("matmul512", "add1m", "exp1m", "floor1m"):
         med = {lib: median([samples["%s.%s" % (op, lib)][i] for i in keep])

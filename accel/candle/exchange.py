@@ -57,20 +57,20 @@ class CandleArray:
 
 
 _dir = []
-_local = threading.local()
+_lock = threading.Lock()
 
 
 def _path():
-    # one file per thread: transfers of two threads never meet
-    path = getattr(_local, "path", None)
-    if path is None:
+    # one file per process and thread, removed after each transfer: transfers never meet, and no
+    # copy of a large tensor stays in the memory file system
+    with _lock:
         if not _dir:
             base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
             _dir.append(tempfile.mkdtemp(prefix="ember-candle-", dir=base))
             atexit.register(shutil.rmtree, _dir[0], True)
-        path = os.path.join(_dir[0], "t%d.safetensors" % threading.get_ident())
-        _local.path = path
-    return path
+        elif not os.path.isdir(_dir[0]):  # a forked child whose parent has exited and cleaned up
+            os.makedirs(_dir[0], exist_ok=True)
+    return os.path.join(_dir[0], "%d-%d.safetensors" % (os.getpid(), threading.get_ident()))
 
 
 def upload(a, dtype):
@@ -86,16 +86,23 @@ def upload(a, dtype):
     path = _path()
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(header)) + header + data)
-    t = candle.utils.load_safetensors(path)["x"]
+    try:
+        t = candle.utils.load_safetensors(path)["x"]
+    finally:
+        os.remove(path)
     return CandleArray(t, dtype)
 
 
 def download(x):
     """The values of the ``CandleArray`` ``x`` as a NumPy-device array of its ember dtype."""
     path = _path()
-    candle.utils.save_safetensors(path, {"x": x.t})
-    with open(path, "rb") as f:
-        raw = f.read()
+    try:
+        candle.utils.save_safetensors(path, {"x": x.t})
+        with open(path, "rb") as f:
+            raw = f.read()
+    finally:
+        if os.path.exists(path):
+            os.remove(path)
     n = struct.unpack("<Q", raw[:8])[0]
     head = json.loads(raw[8:8 + n])["x"]
     flat = np.frombuffer(raw, dtype=_LAYOUT[head["dtype"]], offset=8 + n)

@@ -151,6 +151,8 @@ def test_threads_exchange_their_own_arrays():
     for th in threads:
         th.join()
     assert not bad
+    from ember.accel.candle import exchange
+    assert os.listdir(exchange._dir[0]) == []  # each transfer removes its file
 
 
 def test_training_steps_match_the_numpy_device():
