@@ -128,6 +128,36 @@ def test_stepped_slices_and_permutes_of_views_match_numpy():
         assert p.flip(1)[:, ::2].tolist() == v.transpose(perm)[:, ::-1][:, ::2].tolist()
 
 
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.float16], ids=str)
+def test_composed_conv_matches_numpy(dtype):
+    import ember.nn.functional as F
+    out = []
+    for dev in (DEV, REF):
+        ember.seed(1)
+        x = ember.randn(2, 4, 9, 7, device=dev).to(dtype)
+        w = ember.randn(6, 2, 3, 2, device=dev).to(dtype)
+        out.append(np.array(F.conv2d(x, w, stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=2).float().tolist()))
+        x1, w1 = x.reshape(2, 4, 63), w.reshape(6, 2, 6)
+        out.append(np.array(F.conv1d(x1, w1, stride=3, padding=2, groups=2).float().tolist()))
+    tol = 2e-3 if dtype is ember.float16 else 1e-5
+    for got, want in ((out[0], out[2]), (out[1], out[3])):
+        assert got.shape == want.shape and np.allclose(got, want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.bfloat16], ids=str)
+def test_composed_pools_keep_nan_and_pads_as_numpy(dtype):
+    import ember.nn.functional as F
+    out = []
+    for dev in (DEV, REF):
+        ember.seed(2)
+        x = ember.randn(2, 3, 7, 6, device=dev)
+        x = ember.where(x > 1.5, ember.full_like(x, float("nan")), x).to(dtype)
+        out.append(F.max_pool2d(x, (2, 3), stride=(1, 2), padding=1, dilation=(2, 1)))
+        out.append(F.avg_pool2d(x, 3, stride=2, padding=1))
+    for got, want in ((out[0], out[2]), (out[1], out[3])):
+        assert [repr(v) for v in got.tolist()] == [repr(v) for v in want.tolist()]
+
+
 def test_empty_arrays_take_the_host_road():
     e = ember.zeros(0, 3, device=DEV)
     assert (e + 1).shape == (0, 3)
