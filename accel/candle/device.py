@@ -2,8 +2,11 @@
 from ember.accel.numpy.device import NumPy
 from ember.backend import Backend
 
-from . import kernels as _k
-from .exchange import download, upload
+from . import elementwise as _ew
+from . import linalg as _linalg
+from . import movement as _mv
+from . import reduce as _reduce
+from .exchange import CandleArray, download, numel, scalar, upload
 from .host import host
 
 
@@ -47,27 +50,27 @@ class Candle(Backend):
     @staticmethod
     def full(shape, value, dtype):
         """The primitive ``full``: one uploaded element broadcast to ``shape`` (a stride-0 view)."""
-        if _k.numel(shape) == 0:
+        if numel(shape) == 0:
             return upload(NumPy.full(shape, value, dtype), dtype)
-        return _k.CandleArray(_k.scalar(value, dtype, tuple(shape)), dtype)
+        return CandleArray(scalar(value, dtype, tuple(shape)), dtype)
 
-    reshape = staticmethod(_k.reshape)
-    permute = staticmethod(_k.permute)
-    expand = staticmethod(_k.expand)
-    slice = staticmethod(_k.slice_)
+    reshape = staticmethod(_mv.reshape)
+    permute = staticmethod(_mv.permute)
+    expand = staticmethod(_mv.expand)
+    slice = staticmethod(_mv.slice_)
     slice_assign = staticmethod(host("slice_assign"))
-    cat = staticmethod(_k.cat)
+    cat = staticmethod(_mv.cat)
 
-    unary = staticmethod(_k.unary)
-    binary = staticmethod(_k.binary)
-    where = staticmethod(_k.where)
-    cast = staticmethod(_k.cast)
+    unary = staticmethod(_ew.unary)
+    binary = staticmethod(_ew.binary)
+    where = staticmethod(_ew.where)
+    cast = staticmethod(_ew.cast)
 
-    reduce = staticmethod(_k.reduce)
+    reduce = staticmethod(_reduce.reduce)
     scan = staticmethod(host("scan"))
     sort = staticmethod(host("sort"))
-    matmul = staticmethod(_k.matmul)
-    conv = staticmethod(_k.conv)
-    pool = staticmethod(_k.pool)
-    gather = staticmethod(_k.gather)
+    matmul = staticmethod(_linalg.matmul)
+    conv = staticmethod(_linalg.conv)
+    pool = staticmethod(_linalg.pool)
+    gather = staticmethod(_mv.gather)
     scatter = staticmethod(host("scatter"))

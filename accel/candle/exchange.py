@@ -2,7 +2,7 @@
 
 A Candle-device array is a ``CandleArray``: a ``candle.Tensor`` and the ember dtype it holds.
 Candle has f32, f64, f16, bf16, u8, u32 and i64; ember's bool lives in u8 (0 or 1) and int8 and
-int32 in i64 (each value exact; ops that wrap run on the host, see device.py), so the ember dtype
+int32 in i64 (each value exact; ops that wrap run on the host, see docs/candle.md), so the ember dtype
 travels beside the tensor.
 
 The binding's own converters are lossy (``candle.tensor`` turns every numpy array into f32 or u32)
@@ -22,7 +22,7 @@ import numpy as np
 
 import candle
 from ember import dtypes
-from ember.accel.numpy.arrays import BF16, NP, bf16_bits, bits_to_bf16
+from ember.accel.numpy.arrays import BF16, NP, bf16_bits, bits_to_bf16, from_values
 
 # ember dtype -> (candle dtype of the storage, safetensors tag, little-endian numpy layout)
 STORE = {
@@ -36,6 +36,15 @@ STORE = {
     dtypes.int32: (candle.i64, "I64", np.dtype("<i8")),
     dtypes.int8: (candle.i64, "I64", np.dtype("<i8")),
 }
+# the ember dtypes by how candle holds them
+FLOATS = (dtypes.float32, dtypes.float64, dtypes.float16, dtypes.bfloat16)
+HALVES = (dtypes.float16, dtypes.bfloat16)
+BOOL = dtypes.bool_
+I64 = dtypes.int64
+F32 = dtypes.float32
+F64 = dtypes.float64
+
+
 _LAYOUT = {"F32": "<f4", "F64": "<f8", "F16": "<f2", "BF16": "<u2", "U8": "u1", "I64": "<i8", "U32": "<u4"}
 
 
@@ -113,3 +122,34 @@ def download(x):
     if dtype is dtypes.bool_:
         return (flat != 0).reshape(shape)
     return flat.astype(NP[dtype]).reshape(shape)  # astype copies: the array owns its memory
+
+
+def numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def empty(*xs):
+    """Whether any of the arrays has no element (candle refuses most ops on those)."""
+    for x in xs:
+        if type(x) is CandleArray and 0 in x.t.shape:
+            return True
+    return False
+
+
+_scalars = {}
+
+
+def scalar(value, dtype, shape):
+    """``value`` (already of ``dtype``) as a candle tensor of ``shape`` (a stride-0 view of one
+    uploaded element; the element is kept, so a repeated scalar uploads once)."""
+    key = (dtype.name, type(value), value, str(value))  # str: 0.0 and -0.0 apart
+    t = _scalars.get(key)
+    if t is None:
+        if len(_scalars) > 1024:
+            _scalars.clear()
+        t = upload(from_values([value], dtype).reshape(()), dtype).t
+        _scalars[key] = t
+    return t.broadcast_as(tuple(shape)) if shape else t
