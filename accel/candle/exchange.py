@@ -22,6 +22,7 @@ import numpy as np
 
 import candle
 from ember import dtypes
+from ember.shapes import numel  # noqa: F401  (the device's modules take it from here)
 from ember.accel.numpy.arrays import BF16, NP, bf16_bits, bits_to_bf16, from_values
 
 # ember dtype -> (candle dtype of the storage, safetensors tag, little-endian numpy layout)
@@ -122,13 +123,6 @@ def download(x):
     if dtype is dtypes.bool_:
         return (flat != 0).reshape(shape)
     return flat.astype(NP[dtype]).reshape(shape)  # astype copies: the array owns its memory
-
-
-def numel(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 def empty(*xs):
