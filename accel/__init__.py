@@ -12,6 +12,8 @@ each name below loads its layer (and that layer's dependency) on first use.
 - ``Fusion``: kernel fusion as a backend decorator (``ember.accel.fusion``, docs/fusion.md).
 - ``compile(step)``: step capture, a step recorded once and replayed (``ember.accel.capture``).
 - ``Wgpu``: the GPU device through wgpu (``ember.accel.wgpu``; needs ``ember[gpu]``, docs/gpu.md).
+- ``Candle``: the device over Hugging Face Candle (``ember.accel.candle``; needs ``ember[candle]``,
+  docs/candle.md).
 """
 
 _LAZY = {
@@ -22,6 +24,7 @@ _LAZY = {
     "from_numpy": "numpy",
     "from_dlpack": "numpy",
     "Wgpu": "wgpu",
+    "Candle": "candle",
     "Fusion": "fusion",
     "compile": "capture",
     "CaptureWarning": "capture",

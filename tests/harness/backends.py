@@ -40,6 +40,17 @@ def _wgpu():
     return Wgpu()  # RuntimeError when no adapter is found
 
 
+def _candle():
+    # CPython with Hugging Face Candle's binding (candle-nn) and numpy, which serves the ops the
+    # binding lacks; the imports stay inside the factory for MicroPython
+    try:
+        import candle  # noqa: F401
+    except ImportError:
+        raise ImportError("candle is not installed (pip install ember[candle])")
+    from ember.accel.candle import Candle
+    return Candle()
+
+
 def _autodiff(factory):
     # Autodiff over another backend: the whole suite runs through the decorator, recording nothing
     # (no tensor requires grad), so every primitive's shape, dtype and value must pass through unchanged
@@ -73,6 +84,8 @@ if sys.implementation.name != "micropython":  # ember.accel is CPython only: not
         ("fusion-cpu", _fusion(_cpu)),
         ("fusion-cpu-c", _fusion(_cpu_c)),
         ("fusion-wgpu", _fusion(_wgpu)),
+        ("candle", _candle),
+        ("autodiff-candle", _autodiff(_candle)),
     ]
 
 _cache = {}
