@@ -27,9 +27,7 @@ DESIGN = os.path.join(ROOT, "docs")  # the design pages: the book shows them as 
 # empties this list as each feature merges; a page listed here is still built by `make docs`.
 PENDING = {
     "import.md": "ember.accel.onnx (issue 16) and ember.accel.pytorch (issue 17) are not merged yet",
-    "distributed.md": "ember.accel.distributed (issue 21) is not merged yet",
     "backends-torch-candle.md": "ember.accel.Torch and ember.accel.Candle (issue 19) are not merged yet",
-    "browser.md": "examples/web, the browser demo (issue 18), is not merged yet",
 }
 
 PYTHON_SPELLINGS = ("py", "python3", "Python")  # would silently never run
