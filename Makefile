@@ -3,7 +3,7 @@
 # (tools/system_packages.sh; EMBER_SYSTEM_PACKAGES=0 skips that check).
 #
 #   make test       CPython tests (pytest, the book's snippets among them), MicroPython tests, board
-#                   checks, the book's strict build, the browser demo in Chromium; fails if any fails
+#                   checks, the browser demo in Chromium, the book's strict build; fails if any fails
 #   make test-py    pytest in .venv (all but tests/boards), EMBER_REQUIRE_BACKENDS as below
 #   make test-mpy   tests/core + tests/conformance under MicroPython: the wasm port (node) and the
 #                   unix port (the venv's `micropython`, a fixed heap as on a board)
@@ -112,8 +112,8 @@ test: system $(VENV) node_modules
 	$(MAKE) --no-print-directory test-py || status=1; \
 	$(MAKE) --no-print-directory test-mpy || status=1; \
 	$(MAKE) --no-print-directory test-boards || status=1; \
-	$(MAKE) --no-print-directory docs || status=1; \
 	$(MAKE) --no-print-directory test-web || status=1; \
+	$(MAKE) --no-print-directory docs || status=1; \
 	$(MAKE) --no-print-directory test-quickstart || status=1; \
 	if [ $$status -ne 0 ]; then echo "make test: FAILED (see above)" >&2; fi; \
 	exit $$status
@@ -229,6 +229,10 @@ clean:
 docs: $(VENV)
 	@export XDG_RUNTIME_DIR="$${XDG_RUNTIME_DIR:-$$(mktemp -d)}"; \
 	$(PY) tools/book/figures.py book/img/generated
+	@# the browser demo's screenshots come from its test in Chromium (run here when not run yet)
+	@[ -f test-artifacts/web/digit-3-cpu.png ] || $(MAKE) --no-print-directory test-web
+	cp test-artifacts/web/digit-3-cpu.png book/img/generated/browser-digit-cpu.png
+	cp test-artifacts/web/image-upload.png book/img/generated/browser-image.png
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # Every ```python block of the book run as a test (tests/book), then the book built

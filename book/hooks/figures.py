@@ -6,7 +6,7 @@ import os
 
 from mkdocs.exceptions import PluginError
 
-FIGURES = ("dashboard.svg", "curves.png")
+FIGURES = ("dashboard.svg", "curves.png", "browser-digit-cpu.png", "browser-image.png")
 
 
 def on_pre_build(config):
