@@ -1,0 +1,405 @@
+"""ONNX layers: convolutions, pools, matrix products, normalizations, resizing, dropout."""
+import ember
+import ember.nn.functional as F
+from ember.nn import functional as _F
+
+from . import op
+from .util import axis, floats, ints
+
+
+def auto_pads(n, in_sizes, kernel, strides, dilations):
+    """ONNX pads (begin..., end...) from ``pads`` or ``auto_pad``."""
+    k = len(kernel)
+    mode = n.attr("auto_pad", "NOTSET")
+    if mode in ("NOTSET", "VALID"):
+        pads = n.attr("pads", [0] * (2 * k)) if mode == "NOTSET" else [0] * (2 * k)
+        return list(pads)
+    before, after = [], []
+    for i in range(k):
+        out = -(-in_sizes[i] // strides[i])
+        total = max(0, (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - in_sizes[i])
+        small, big = total // 2, total - total // 2
+        before.append(small if mode == "SAME_UPPER" else big)
+        after.append(big if mode == "SAME_UPPER" else small)
+    return before + after
+
+
+def _auto_pad_check(n):
+    mode = n.attr("auto_pad", "NOTSET")
+    if mode not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
+        return "auto_pad %r not supported" % mode
+    return None
+
+
+def _explicit_pad(x, pads, value):
+    """Pad the spatial dims of ``x`` by ONNX pads (begin..., end...)."""
+    k = len(pads) // 2
+    flat = []
+    for i in range(k - 1, -1, -1):
+        flat.extend([pads[i], pads[i + k]])
+    return F.pad(x, flat, mode="constant", value=value)
+
+
+def _spatial(n, x, kernel, pad_value):
+    """(x padded where pads are uneven, symmetric pads, strides, dilations)."""
+    k = len(kernel)
+    strides = n.attr("strides", [1] * k)
+    dilations = n.attr("dilations", [1] * k)
+    pads = auto_pads(n, x.shape[2:], kernel, strides, dilations)
+    if pads[:k] != pads[k:]:
+        x = _explicit_pad(x, pads, pad_value)
+        pads = [0] * (2 * k)
+    return x, pads[:k], strides, dilations
+
+
+@op("Conv", attrs="auto_pad dilations group kernel_shape pads strides", check=_auto_pad_check)
+def conv(n, x, w, b=None):
+    kernel = list(w.shape[2:])
+    x, pads, strides, dil = _spatial(n, x, kernel, 0.0)
+    g = n.attr("group", 1)
+    if len(kernel) == 1:
+        return F.conv1d(x, w, b, strides[0], pads[0], dil[0], g)
+    if len(kernel) == 2:
+        return F.conv2d(x, w, b, tuple(strides), tuple(pads), tuple(dil), g)
+    return _F._conv(x, w, b, tuple(strides), tuple(pads), tuple(dil), g, len(kernel), "Conv")
+
+
+@op("ConvTranspose", attrs="auto_pad dilations group kernel_shape output_padding output_shape pads strides",
+    check=_auto_pad_check)
+def conv_transpose(n, x, w, b=None):
+    kernel = list(w.shape[2:])
+    k = len(kernel)
+    strides = n.attr("strides", [1] * k)
+    dil = n.attr("dilations", [1] * k)
+    outpad = n.attr("output_padding", [0] * k)
+    g = n.attr("group", 1)
+    full = [(x.shape[2 + i] - 1) * strides[i] + outpad[i] + (kernel[i] - 1) * dil[i] + 1 for i in range(k)]
+    shape = n.attr("output_shape")
+    if shape is not None or n.attr("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER"):
+        target = list(shape)[-k:] if shape is not None else [x.shape[2 + i] * strides[i] for i in range(k)]
+        total = [full[i] - target[i] for i in range(k)]
+        upper = n.attr("auto_pad", "SAME_UPPER") != "SAME_LOWER"
+        pads = [t // 2 if upper else t - t // 2 for t in total] + [t - t // 2 if upper else t // 2 for t in total]
+    else:
+        pads = n.attr("pads", [0] * (2 * k)) if n.attr("auto_pad", "NOTSET") == "NOTSET" else [0] * (2 * k)
+    if k == 1:
+        y = F.conv_transpose2d(x.unsqueeze(2), w.unsqueeze(2), None, (1, strides[0]), 0, 0, g, (1, dil[0])).squeeze(2)
+    elif k == 2:
+        y = F.conv_transpose2d(x, w, None, tuple(strides), 0, 0, g, tuple(dil))
+    else:
+        n.fail("expected a 1-D or 2-D ConvTranspose, found %d spatial dims" % k)
+    for i in range(k):
+        length = full[i] - pads[i] - pads[i + k]
+        extra = pads[i] + length - y.shape[2 + i]
+        if extra > 0:
+            y = _pad_dim_end(y, 2 + i, extra)
+        y = y.narrow(2 + i, pads[i], length)
+    if b is not None:
+        y = y + b.reshape(*([1, -1] + [1] * k))
+    return y
+
+
+def _pad_dim_end(y, d, extra):
+    shape = list(y.shape)
+    shape[d] = extra
+    return ember.cat([y, ember.zeros(shape, dtype=y.dtype, device=y.device)], dim=d)
+
+
+def _pool_check(n):
+    bad = _auto_pad_check(n)
+    if bad:
+        return bad
+    if n.attr("storage_order", 0):
+        return "storage_order 1 not supported"
+    return None
+
+
+def _neg_inf(x):
+    if x.dtype.kind == "f":
+        return float("-inf")
+    return -128 if x.dtype.bits == 8 and x.dtype.name == "int8" else (0 if x.dtype.name == "uint8" else -2**31)
+
+
+@op("MaxPool", attrs="auto_pad ceil_mode dilations kernel_shape pads storage_order strides", check=_pool_check)
+def max_pool(n, x):
+    kernel = n.attr("kernel_shape")
+    x, pads, strides, dil = _spatial(n, x, kernel, _neg_inf(x))
+    ceil = bool(n.attr("ceil_mode", 0))
+    out = _F._max_pool(x, tuple(kernel), tuple(strides), tuple(pads), tuple(dil), ceil, len(n.outputs) > 1,
+                       len(kernel), "MaxPool")
+    if len(n.outputs) > 1:
+        values, idx = out
+        return values, _flat_indices(x, idx, len(kernel))
+    return out
+
+
+def _flat_indices(x, idx, k):
+    """PyTorch's per-plane indices as ONNX's indices into the whole (N, C, ...) tensor."""
+    plane = 1
+    for d in x.shape[2:]:
+        plane *= d
+    N, C = x.shape[:2]
+    base = ember.arange(N * C, dtype=ember.int64, device=x.device).reshape(*([N, C] + [1] * k)) * plane
+    return idx.to(ember.int64) + base
+
+
+@op("AveragePool", attrs="auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides",
+    check=_auto_pad_check)
+def average_pool(n, x):
+    kernel = n.attr("kernel_shape")
+    k = len(kernel)
+    strides = n.attr("strides", [1] * k)
+    dil = n.attr("dilations", [1] * k)
+    if any(d != 1 for d in dil):
+        n.fail("expected dilations of 1 for AveragePool, found %s" % dil)
+    pads = auto_pads(n, x.shape[2:], kernel, strides, dil)
+    include = bool(n.attr("count_include_pad", 0))
+    ceil = bool(n.attr("ceil_mode", 0))
+    if pads[:k] == pads[k:]:
+        return _F._avg_pool(x, tuple(kernel), tuple(strides), tuple(pads[:k]), ceil, include, None, k, "AveragePool")
+    ones = ember.ones(x.shape[2:], dtype=x.dtype, device=x.device).reshape(*([1, 1] + list(x.shape[2:])))
+    xp = _explicit_pad(x, pads, 0.0)
+    total = _F._avg_pool(xp, tuple(kernel), tuple(strides), (0,) * k, ceil, True, None, k, "AveragePool")
+    if include:
+        return total
+    count = _F._avg_pool(_explicit_pad(ones, pads, 0.0), tuple(kernel), tuple(strides), (0,) * k, ceil, True,
+                         None, k, "AveragePool")
+    return total / count
+
+
+def _global(reduce):
+    def run(n, x):
+        dims = tuple(range(2, x.dim()))
+        if reduce == "mean":
+            return x.mean(dim=dims, keepdim=True)
+        for d in dims:
+            x = x.max(dim=d, keepdim=True)[0]
+        return x
+    return run
+
+
+op("GlobalAveragePool")(_global("mean"))
+op("GlobalMaxPool")(_global("max"))
+
+
+@op("LpPool", attrs="auto_pad ceil_mode dilations kernel_shape p pads strides", check=_auto_pad_check)
+def lp_pool(n, x):
+    p = n.attr("p", 2)
+    kernel = n.attr("kernel_shape")
+    k = len(kernel)
+    x, pads, strides, dil = _spatial(n, x, kernel, 0.0)
+    size = 1
+    for v in kernel:
+        size *= v
+    y = _F._avg_pool(x.abs().pow(p), tuple(kernel), tuple(strides), tuple(pads), bool(n.attr("ceil_mode", 0)),
+                     True, None, k, "LpPool") * size
+    return y.pow(1.0 / p)
+
+
+@op("GlobalLpPool", attrs="p")
+def global_lp_pool(n, x):
+    p = n.attr("p", 2)
+    return x.abs().pow(p).sum(dim=tuple(range(2, x.dim())), keepdim=True).pow(1.0 / p)
+
+
+@op("MatMul")
+def matmul(n, a, b):
+    return ember.matmul(a, b)
+
+
+@op("Gemm", attrs="alpha beta transA transB")
+def gemm(n, a, b, c=None):
+    if n.attr("transA", 0):
+        a = a.T
+    if n.attr("transB", 0):
+        b = b.T
+    y = ember.matmul(a, b)
+    alpha, beta = n.attr("alpha", 1.0), n.attr("beta", 1.0)
+    if alpha != 1.0:
+        y = y * alpha
+    if c is not None:
+        y = y + (c * beta if beta != 1.0 else c)
+    return y
+
+
+def _bn_check(n):
+    if n.attr("training_mode", 0):
+        return "training_mode 1 not supported (ember imports inference graphs)"
+    return None
+
+
+@op("BatchNormalization", attrs="epsilon momentum spatial training_mode", check=_bn_check)
+def batch_norm(n, x, scale, bias, mean, var):
+    shape = [1, -1] + [1] * (x.dim() - 2)
+    inv = (var.reshape(*shape) + n.attr("epsilon", 1e-5)).rsqrt()
+    return (x - mean.reshape(*shape)) * (inv * scale.reshape(*shape)) + bias.reshape(*shape)
+
+
+@op("InstanceNormalization", attrs="epsilon")
+def instance_norm(n, x, scale, bias):
+    dims = tuple(range(2, x.dim()))
+    mean = x.mean(dim=dims, keepdim=True)
+    var = ((x - mean) * (x - mean)).mean(dim=dims, keepdim=True)
+    shape = [1, -1] + [1] * (x.dim() - 2)
+    return (x - mean) * (var + n.attr("epsilon", 1e-5)).rsqrt() * scale.reshape(*shape) + bias.reshape(*shape)
+
+
+@op("LayerNormalization", since=17, attrs="axis epsilon stash_type")
+def layer_norm(n, x, scale, bias=None):
+    a = axis(n.attr("axis", -1), x.dim(), n)
+    dims = tuple(range(a, x.dim()))
+    xf = x.to(ember.float32) if x.dtype.bits < 32 else x
+    mean = xf.mean(dim=dims, keepdim=True)
+    d = xf - mean
+    var = (d * d).mean(dim=dims, keepdim=True)
+    inv = (var + n.attr("epsilon", 1e-5)).rsqrt()
+    y = (d * inv).to(x.dtype) * scale
+    if bias is not None:
+        y = y + bias
+    outs = [y]
+    if len(n.outputs) > 1:
+        outs.append(mean)
+    if len(n.outputs) > 2:
+        outs.append(inv)
+    return tuple(outs)
+
+
+@op("GroupNormalization", since=21, attrs="epsilon num_groups stash_type")
+def group_norm(n, x, scale, bias):
+    g = n.attr("num_groups")
+    N, C = x.shape[:2]
+    xs = x.reshape(N, g, -1)
+    mean = xs.mean(dim=2, keepdim=True)
+    var = ((xs - mean) * (xs - mean)).mean(dim=2, keepdim=True)
+    y = ((xs - mean) * (var + n.attr("epsilon", 1e-5)).rsqrt()).reshape(*x.shape)
+    shape = [1, -1] + [1] * (x.dim() - 2)
+    return y * scale.reshape(*shape) + bias.reshape(*shape)
+
+
+@op("RMSNormalization", since=23, attrs="axis epsilon stash_type")
+def rms_norm(n, x, scale):
+    a = axis(n.attr("axis", -1), x.dim(), n)
+    dims = tuple(range(a, x.dim()))
+    ms = (x * x).mean(dim=dims, keepdim=True)
+    return x * (ms + n.attr("epsilon", 1e-5)).rsqrt() * scale
+
+
+@op("MeanVarianceNormalization", attrs="axes")
+def mvn(n, x):
+    dims = tuple(n.attr("axes", [0, 2, 3]))
+    mean = x.mean(dim=dims, keepdim=True)
+    d = x - mean
+    var = (d * d).mean(dim=dims, keepdim=True)
+    return d / (var.sqrt() + 1e-9)
+
+
+@op("LRN", attrs="alpha beta bias size")
+def lrn(n, x):
+    size = n.attr("size")
+    alpha, beta, bias = n.attr("alpha", 1e-4), n.attr("beta", 0.75), n.attr("bias", 1.0)
+    sq = x * x
+    C = x.shape[1]
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    padded = F.pad(sq, [0, 0] * (x.dim() - 2) + [lo, hi])
+    acc = padded.narrow(1, 0, C)
+    for i in range(1, size):
+        acc = acc + padded.narrow(1, i, C)
+    return x / (acc * (alpha / size) + bias).pow(beta)
+
+
+@op("Dropout", attrs="ratio seed is_test")
+def dropout(n, x, ratio=None, training=None):
+    if training is not None and bool(training.item()):
+        n.fail("expected training_mode false (ember imports inference graphs), found true")
+    if len(n.outputs) > 1:
+        return x, ember.ones(x.shape, dtype=ember.bool, device=x.device)
+    return x
+
+
+def _resize_check(n):
+    mode = n.attr("mode", "nearest")
+    if mode not in ("nearest", "linear"):
+        return "resize mode %r not supported (expected nearest or linear)" % mode
+    for key, ok in (("coordinate_transformation_mode", ("half_pixel", "asymmetric", "align_corners",
+                                                         "pytorch_half_pixel")),
+                    ("nearest_mode", ("round_prefer_floor", "floor", "round_prefer_ceil", "ceil"))):
+        v = n.attr(key)
+        if v is not None and v not in ok:
+            return "%s %r not supported" % (key, v)
+    if n.attr("exclude_outside", 0) or n.attr("antialias", 0) or n.attr("keep_aspect_ratio_policy", "stretch") \
+            != "stretch" or n.attr("axes") is not None:
+        return "exclude_outside/antialias/keep_aspect_ratio_policy/axes not supported"
+    return None
+
+
+def _source_index(o, scale, in_size, out_size, mode):
+    if mode == "align_corners":
+        return 0.0 if out_size == 1 else o * (in_size - 1) / (out_size - 1)
+    if mode == "asymmetric":
+        return o / scale
+    if mode == "pytorch_half_pixel" and out_size == 1:
+        return 0.0
+    return (o + 0.5) / scale - 0.5
+
+
+def _nearest(x_orig, mode):
+    import math
+    if mode == "floor":
+        return math.floor(x_orig)
+    if mode == "ceil":
+        return math.ceil(x_orig)
+    frac = x_orig - math.floor(x_orig)
+    if frac == 0.5:
+        return math.floor(x_orig) if mode == "round_prefer_floor" else math.ceil(x_orig)
+    return math.floor(x_orig + 0.5)
+
+
+def resize(n, x, scales, sizes, default_coord):
+    mode = n.attr("mode", "nearest")
+    coord = n.attr("coordinate_transformation_mode", default_coord)
+    nearest = n.attr("nearest_mode", "round_prefer_floor")
+    r = x.dim()
+    if sizes:
+        scales = [sizes[i] / x.shape[i] for i in range(r)]
+    else:
+        sizes = [int(x.shape[i] * scales[i]) for i in range(r)]
+    for d in range(r):
+        if sizes[d] == x.shape[d] and scales[d] == 1.0:
+            continue
+        src = [_source_index(o, scales[d], x.shape[d], sizes[d], coord) for o in range(sizes[d])]
+        if mode == "nearest":
+            idx = [min(max(_nearest(s, nearest), 0), x.shape[d] - 1) for s in src]
+            x = x.index_select(d, ember.tensor(idx, dtype=ember.int64, device=x.device))
+            continue
+        import math
+        lo = [min(max(int(math.floor(s)), 0), x.shape[d] - 1) for s in src]
+        hi = [min(lo_i + 1, x.shape[d] - 1) for lo_i in lo]
+        w = [min(max(s - math.floor(s), 0.0), 1.0) if s >= 0 else 0.0 for s in src]
+        a = x.index_select(d, ember.tensor(lo, dtype=ember.int64, device=x.device))
+        b = x.index_select(d, ember.tensor(hi, dtype=ember.int64, device=x.device))
+        shape = [1] * r
+        shape[d] = sizes[d]
+        wt = ember.tensor(w, dtype=x.dtype, device=x.device).reshape(*shape)
+        x = a + (b - a) * wt
+    return x
+
+
+@op("Resize", since=11, attrs="coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value "
+    "mode nearest_mode antialias axes keep_aspect_ratio_policy", static=(1, 2, 3), check=_resize_check)
+def resize_11(n, x, roi=None, scales=None, sizes=None):
+    s = floats(scales)
+    return resize(n, x, s if s else None, ints(sizes) if sizes is not None and sizes.numel() else None, "half_pixel")
+
+
+@op("Resize", since=10, attrs="mode", static=(1,), check=_resize_check)
+def resize_10(n, x, scales):
+    return resize(n, x, floats(scales), None, "asymmetric")
+
+
+@op("Upsample", since=9, attrs="mode", static=(1,), check=_resize_check)
+def upsample(n, x, scales):
+    return resize(n, x, floats(scales), None, "asymmetric")
+
+
+op("Upsample", since=7, attrs="mode scales", check=_resize_check)(
+    lambda n, x: resize(n, x, n.attr("scales"), None, "asymmetric"))
