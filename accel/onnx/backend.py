@@ -55,8 +55,11 @@ def run_node_test(folder, device=None):
     if not sets:
         return False, "no data sets"
     for ds in sets:
-        ins = [_read(p) for p in sorted(glob.glob(os.path.join(ds, "input_*.pb")), key=_index)]
-        want = [_read(p) for p in sorted(glob.glob(os.path.join(ds, "output_*.pb")), key=_index)]
+        try:
+            ins = [_read(p) for p in sorted(glob.glob(os.path.join(ds, "input_*.pb")), key=_index)]
+            want = [_read(p) for p in sorted(glob.glob(os.path.join(ds, "output_*.pb")), key=_index)]
+        except Exception as e:  # sequences, optionals, maps: values ember has no type for
+            return False, "data set holds a value that is not a tensor (%s)" % type(e).__name__
         try:
             got = rep.run(ins)
         except Exception as e:

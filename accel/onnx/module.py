@@ -88,10 +88,10 @@ class OnnxModule(Module):
             raise ArgumentError("onnx model: expected %d input(s) (%s), found %d"
                                 % (len(self._inputs), ", ".join(self._inputs), len(inputs)))
         params = dict(self.named_parameters())
-        device = inputs[0].device if inputs else (next(iter(params.values())).device if params else self._device)
+        device = inputs[0].device if inputs else (next(iter(params.values())).value.device if params else self._device)
         env = dict(self._constants(device))
         for onnx_name, path in self._param_paths:
-            env[onnx_name] = params[path]
+            env[onnx_name] = params[path].value
         for name, x in zip(self._inputs, inputs):
             env[name] = x
         run_plan(self._plan, env)
