@@ -152,6 +152,13 @@ bench: $(VENV)
 	  $(PY) "$$f"; \
 	done
 
+# ONNX coverage: every official node test of the installed onnx run by ember (NumPy), per operator,
+# ending with one JSON line (operators_passing, node_tests_passing). ONNX_COVERAGE_ARGS=--failures
+# lists each failing test and why; --device cpu runs them on the pure Cpu.
+.PHONY: onnx-coverage
+onnx-coverage: $(VENV)
+	$(PY) tools/onnx_coverage.py $(ONNX_COVERAGE_ARGS)
+
 # The portable C kernels compiled for aarch64 Linux and a bare-metal Cortex-M4, with sizes.
 cross-check: $(VENV)
 	$(PY) ext_c/cross_check.py

@@ -86,6 +86,8 @@ def _compare(np, got, want):
                               want.astype(np.int64) if want.dtype.kind != "b" else want):
             return "integer values differ (first: %s vs %s)" % (got.reshape(-1)[:4], want.reshape(-1)[:4])
         return None
+    if want.dtype.name == "bfloat16":
+        want = want.astype(np.float32)
     if want.dtype.kind != "f":
         return "expected dtype %s, ember has none" % want.dtype
     g, w = got.astype(np.float64), want.astype(np.float64)

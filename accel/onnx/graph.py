@@ -154,6 +154,8 @@ def numpy_to_ember(a, device, what):
     import ember
     from ember.accel.numpy import from_numpy
     kind = a.dtype
+    if kind.name == "bfloat16":  # ml_dtypes' type, which numpy calls kind "V"
+        return numpy_to_ember(a.astype(np.float32), device, what).to(ember.bfloat16)
     if kind in (np.int16, np.uint16):
         a = a.astype(np.int32)
     elif kind in (np.uint32, np.uint64):
@@ -161,7 +163,7 @@ def numpy_to_ember(a, device, what):
     elif kind.kind not in "biuf" or kind.itemsize > 8:
         raise ArgumentError("onnx: %s: ember has no dtype for ONNX element type %s" % (what, kind))
     try:
-        return from_numpy(np.ascontiguousarray(a), device=device)
+        return from_numpy(a if a.flags.c_contiguous else a.copy(), device=device)
     except Exception as e:
         raise ArgumentError("onnx: %s: ember cannot hold dtype %s (%s)" % (what, kind, e))
 
@@ -238,10 +240,15 @@ def _compile_node(ctx, n, consts, dynamic):
 
 def _compile_if(ctx, n, consts, dynamic):
     cond = n.inputs[0]
-    if cond not in consts:
-        ctx.unsupported.append("%s: the condition %r is known only at run time (ember imports an If whose "
-                               "condition folds)" % (n.label(), cond))
-        return []
+    if cond not in consts:  # both branches compiled; the condition picks one each run
+        for o in n.outputs:
+            if o:
+                dynamic.add(o)
+        n.plans = {}
+        for key in ("then_branch", "else_branch"):
+            sub = n.graphs[key]
+            n.plans[key] = (compile_graph(ctx, sub, consts, set(dynamic)), [], [o.name for o in sub.output])
+        return [Step(ops.lookup("", "If", n.opset)[0], n, list(n.inputs), list(n.outputs))]
     branch = n.graphs["then_branch" if bool(consts[cond].reshape(-1)[0].item()) else "else_branch"]
     steps = compile_graph(ctx, branch, consts, dynamic)
     outs = [o.name for o in branch.output]

@@ -41,12 +41,8 @@ def opsets(model, where):
     out = {}
     for imp in model.opset_import:
         out[imp.domain if imp.domain != "ai.onnx" else ""] = imp.version
-    if "" not in out:
-        if model.ir_version and model.ir_version < 3:
-            out[""] = 1
-        else:
-            raise RecordError("onnx.load: %s: expected an opset import for the default domain, found %r"
-                              % (where, sorted(out)))
+    if not out:
+        raise RecordError("onnx.load: %s: expected opset imports, found none" % where)
     return out
 
 
@@ -75,7 +71,7 @@ def to_numpy(t, folder, where):
     except Exception as e:
         raise RecordError("onnx.load: %s: %s (dims %s, type %d): its data does not fit its dims and type (%s)"
                           % (where, what, list(t.dims), t.data_type, e))
-    return np.ascontiguousarray(a)
+    return a if a.flags.c_contiguous else a.copy()  # (ascontiguousarray makes a 0-d array 1-d)
 
 
 def _with_external(t, folder, where):

@@ -1,10 +1,16 @@
-"""Control flow: ``If`` is inlined at load when its condition folds (graph.py); ``Loop`` runs its
-body once per iteration, its trip count known at load."""
+"""Control flow: an ``If`` whose condition folds is inlined at load (graph.py), else its condition
+picks a branch each run; ``Loop`` runs its body once per iteration, up to its trip count."""
 import ember
 
 from . import op
 
-op("If", attrs="then_branch else_branch")(lambda n, cond: n.fail("If reached run time"))
+@op("If", attrs="then_branch else_branch")
+def if_(n, cond):
+    """An If whose condition did not fold: the condition is read (a sync) and its branch runs."""
+    from ..graph import run_plan
+    steps, _, outputs = n.plans["then_branch" if bool(cond.reshape(-1)[0].item()) else "else_branch"]
+    env = run_plan(steps, dict(n.scope))
+    return tuple(env[o] for o in outputs)
 
 
 @op("Loop", attrs="body", static=(0,))

@@ -71,8 +71,6 @@ def softmax_ce(n, x, target, weight=None):
 
 
 def _rnn_check(n):
-    if n.attr("layout", 0):
-        return "layout 1 not supported"
     if n.attr("clip") is not None:
         return "clip not supported"
     if n.attr("input_forget", 0):
@@ -97,6 +95,16 @@ def _directions(n):
 
 
 def _recurrent(n, x, W, R, B, h0, c0, gates, cell):
+    if n.attr("layout", 0):  # batch first: (batch, seq, ...) in, (batch, seq, dirs, hidden) out
+        x = x.permute(1, 0, 2)
+        h0 = h0.permute(1, 0, 2) if h0 is not None else None
+        c0 = c0.permute(1, 0, 2) if c0 is not None else None
+        Y, h, c = _recurrent_seq_first(n, x, W, R, B, h0, c0, gates, cell)
+        return Y.permute(2, 0, 1, 3), h.permute(1, 0, 2), c.permute(1, 0, 2)
+    return _recurrent_seq_first(n, x, W, R, B, h0, c0, gates, cell)
+
+
+def _recurrent_seq_first(n, x, W, R, B, h0, c0, gates, cell):
     T, batch, _ = x.shape
     H = n.attr("hidden_size")
     ys, hs, cs = [], [], []

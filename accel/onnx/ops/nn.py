@@ -114,23 +114,86 @@ def _pool_check(n):
     return None
 
 
-def _neg_inf(x):
+def _lowest(x):
     if x.dtype.kind == "f":
         return float("-inf")
-    return -128 if x.dtype.bits == 8 and x.dtype.name == "int8" else (0 if x.dtype.name == "uint8" else -2**31)
+    if x.dtype.name == "uint8":
+        return 0
+    return -(1 << (x.dtype.bits - 1))
+
+
+def _pool_plan(n, x, kernel):
+    """(begin pads, end pads with ceil_mode's extra, output sizes, strides, dilations)."""
+    k = len(kernel)
+    strides = n.attr("strides", [1] * k)
+    dil = n.attr("dilations", [1] * k)
+    pads = auto_pads(n, x.shape[2:], kernel, strides, dil)
+    ceil = bool(n.attr("ceil_mode", 0))
+    begin, end, out = pads[:k], list(pads[k:]), []
+    for i in range(k):
+        span = (kernel[i] - 1) * dil[i] + 1
+        room = x.shape[2 + i] + begin[i] + end[i] - span
+        o = (-(-room // strides[i]) if ceil else room // strides[i]) + 1
+        if ceil and (o - 1) * strides[i] >= x.shape[2 + i] + begin[i]:
+            o -= 1
+        out.append(o)
+    return begin, end, out, strides, dil
+
+
+def _windows(x, begin, end, out, strides, dil, kernel, value):
+    """Each kernel offset's strided view of ``x`` padded with ``value`` (a generator)."""
+    k = len(kernel)
+    need = [max(0, (out[i] - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 - (x.shape[2 + i] + begin[i]))
+            for i in range(k)]
+    xp = _explicit_pad(x, list(begin) + need, value) if any(begin) or any(need) else x
+    offsets = [[]]
+    for i in range(k):
+        offsets = [o + [j] for o in offsets for j in range(kernel[i])]
+    for o in offsets:
+        index = [slice(None), slice(None)]
+        for i in range(k):
+            a = o[i] * dil[i]
+            index.append(slice(a, a + (out[i] - 1) * strides[i] + 1, strides[i]))
+        yield xp[tuple(index)]
+
+
+def _pool_sum(x, n, kernel, fn):
+    begin, end, out, strides, dil = _pool_plan(n, x, kernel)
+    acc = None
+    for w in _windows(x, begin, end, out, strides, dil, kernel, 0.0):
+        w = fn(w)
+        acc = w if acc is None else acc + w
+    return acc, (begin, end, out, strides, dil)
+
+
+def _native_ok(x, kernel, begin, end, dil, n):
+    return len(kernel) == 2 and x.dtype.kind == "f" and begin == end and \
+        all(b <= kk // 2 for b, kk in zip(begin, kernel)) and n.attr("auto_pad", "NOTSET") == "NOTSET"
 
 
 @op("MaxPool", attrs="auto_pad ceil_mode dilations kernel_shape pads storage_order strides", check=_pool_check)
 def max_pool(n, x):
-    kernel = n.attr("kernel_shape")
-    x, pads, strides, dil = _spatial(n, x, kernel, _neg_inf(x))
+    kernel = list(n.attr("kernel_shape"))
+    k = len(kernel)
+    strides = n.attr("strides", [1] * k)
+    dil = n.attr("dilations", [1] * k)
+    pads = auto_pads(n, x.shape[2:], kernel, strides, dil)
     ceil = bool(n.attr("ceil_mode", 0))
-    out = _F._max_pool(x, tuple(kernel), tuple(strides), tuple(pads), tuple(dil), ceil, len(n.outputs) > 1,
-                       len(kernel), "MaxPool")
-    if len(n.outputs) > 1:
-        values, idx = out
-        return values, _flat_indices(x, idx, len(kernel))
-    return out
+    if len(n.outputs) > 1 or _native_ok(x, kernel, pads[:k], pads[k:], dil, n):
+        if pads[:k] != pads[k:]:
+            x = _explicit_pad(x, pads, _lowest(x))
+            pads = [0] * (2 * k)
+        out = _F._max_pool(x, tuple(kernel), tuple(strides), tuple(pads[:k]), tuple(dil), ceil, len(n.outputs) > 1,
+                           k, "MaxPool")
+        if len(n.outputs) > 1:
+            values, idx = out
+            return values, _flat_indices(x, idx, k)
+        return out
+    begin, end, out, strides, dil = _pool_plan(n, x, kernel)
+    acc = None
+    for w in _windows(x, begin, end, out, strides, dil, kernel, _lowest(x)):
+        acc = w if acc is None else acc.maximum(w)
+    return acc
 
 
 def _flat_indices(x, idx, k):
@@ -143,28 +206,36 @@ def _flat_indices(x, idx, k):
     return idx.to(ember.int64) + base
 
 
+def _counts(x, plan, kernel, include_pad):
+    """How many input (or, with ``include_pad``, input-and-pad) elements each window covers."""
+    begin, end, out, strides, dil = plan
+    k = len(kernel)
+    if include_pad:
+        shape = tuple(x.shape[2 + i] + begin[i] + end[i] for i in range(k))
+        begin = [0] * k
+    else:
+        shape = tuple(x.shape[2:])
+    ones = ember.ones((1, 1) + shape, dtype=x.dtype, device=x.device)
+    acc = None
+    for w in _windows(ones, begin, end, out, strides, dil, kernel, 0.0):
+        acc = w if acc is None else acc + w
+    return acc
+
+
 @op("AveragePool", attrs="auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides",
     check=_auto_pad_check)
 def average_pool(n, x):
-    kernel = n.attr("kernel_shape")
+    kernel = list(n.attr("kernel_shape"))
+    include = bool(n.attr("count_include_pad", 0))
     k = len(kernel)
     strides = n.attr("strides", [1] * k)
     dil = n.attr("dilations", [1] * k)
-    if any(d != 1 for d in dil):
-        n.fail("expected dilations of 1 for AveragePool, found %s" % dil)
     pads = auto_pads(n, x.shape[2:], kernel, strides, dil)
-    include = bool(n.attr("count_include_pad", 0))
-    ceil = bool(n.attr("ceil_mode", 0))
-    if pads[:k] == pads[k:]:
-        return _F._avg_pool(x, tuple(kernel), tuple(strides), tuple(pads[:k]), ceil, include, None, k, "AveragePool")
-    ones = ember.ones(x.shape[2:], dtype=x.dtype, device=x.device).reshape(*([1, 1] + list(x.shape[2:])))
-    xp = _explicit_pad(x, pads, 0.0)
-    total = _F._avg_pool(xp, tuple(kernel), tuple(strides), (0,) * k, ceil, True, None, k, "AveragePool")
-    if include:
-        return total
-    count = _F._avg_pool(_explicit_pad(ones, pads, 0.0), tuple(kernel), tuple(strides), (0,) * k, ceil, True,
-                         None, k, "AveragePool")
-    return total / count
+    if _native_ok(x, kernel, pads[:k], pads[k:], dil, n) and dil == [1] * k:
+        return _F._avg_pool(x, tuple(kernel), tuple(strides), tuple(pads[:k]), bool(n.attr("ceil_mode", 0)),
+                            include, None, k, "AveragePool")
+    total, plan = _pool_sum(x, n, kernel, lambda w: w)
+    return total / _counts(x, plan, kernel, include)
 
 
 def _global(reduce):
@@ -185,15 +256,8 @@ op("GlobalMaxPool")(_global("max"))
 @op("LpPool", attrs="auto_pad ceil_mode dilations kernel_shape p pads strides", check=_auto_pad_check)
 def lp_pool(n, x):
     p = n.attr("p", 2)
-    kernel = n.attr("kernel_shape")
-    k = len(kernel)
-    x, pads, strides, dil = _spatial(n, x, kernel, 0.0)
-    size = 1
-    for v in kernel:
-        size *= v
-    y = _F._avg_pool(x.abs().pow(p), tuple(kernel), tuple(strides), tuple(pads), bool(n.attr("ceil_mode", 0)),
-                     True, None, k, "LpPool") * size
-    return y.pow(1.0 / p)
+    total, _ = _pool_sum(x, n, list(n.attr("kernel_shape")), lambda w: w.abs().pow(p))
+    return total.pow(1.0 / p)
 
 
 @op("GlobalLpPool", attrs="p")
@@ -222,15 +286,17 @@ def gemm(n, a, b, c=None):
     return y
 
 
-def _bn_check(n):
-    if n.attr("training_mode", 0):
-        return "training_mode 1 not supported (ember imports inference graphs)"
-    return None
-
-
-@op("BatchNormalization", attrs="epsilon momentum spatial training_mode", check=_bn_check)
+@op("BatchNormalization", attrs="epsilon momentum spatial training_mode")
 def batch_norm(n, x, scale, bias, mean, var):
     shape = [1, -1] + [1] * (x.dim() - 2)
+    if n.attr("training_mode", 0):
+        dims = (0,) + tuple(range(2, x.dim()))
+        m = x.mean(dim=dims)
+        v = x.var(dim=dims, unbiased=False)
+        mom = n.attr("momentum", 0.9)
+        y = (x - m.reshape(*shape)) * (v.reshape(*shape) + n.attr("epsilon", 1e-5)).rsqrt() * scale.reshape(*shape) \
+            + bias.reshape(*shape)
+        return y, mean * mom + m * (1 - mom), var * mom + v * (1 - mom)
     inv = (var.reshape(*shape) + n.attr("epsilon", 1e-5)).rsqrt()
     return (x - mean.reshape(*shape)) * (inv * scale.reshape(*shape)) + bias.reshape(*shape)
 
@@ -403,3 +469,8 @@ def upsample(n, x, scales):
 
 op("Upsample", since=7, attrs="mode scales", check=_resize_check)(
     lambda n, x: resize(n, x, n.attr("scales"), None, "asymmetric"))
+
+
+@op("SwiGLU", since=28, attrs="alpha")
+def swiglu(n, a, b):
+    return a * (a * n.attr("alpha", 1.0)).sigmoid() * b

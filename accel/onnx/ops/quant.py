@@ -39,7 +39,7 @@ def quantize_linear(n, x, scale, zp=None):
         dtype = ember.uint8
     if dtype.name not in _RANGE:
         n.fail("expected an int8, uint8 or int32 output, found %s" % dtype.name)
-    a = axis(n.attr("axis", 1), max(x.dim(), 1), n) if x.dim() else 0
+    a = axis(n.attr("axis", 1), x.dim(), n) if scale.numel() > 1 else 0
     xs = x.to(ember.float32)
     y = (xs / _along(scale, x, a).to(ember.float32)).round()
     if zp is not None:
@@ -50,7 +50,7 @@ def quantize_linear(n, x, scale, zp=None):
 
 @op("DequantizeLinear", since=10, attrs="axis block_size output_dtype", check=_check_q)
 def dequantize_linear(n, x, scale, zp=None):
-    a = axis(n.attr("axis", 1), max(x.dim(), 1), n) if x.dim() else 0
+    a = axis(n.attr("axis", 1), x.dim(), n) if scale.numel() > 1 else 0
     y = x.to(ember.float32)
     if zp is not None:
         y = y - _along(zp, x, a).to(ember.float32)

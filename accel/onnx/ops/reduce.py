@@ -39,7 +39,7 @@ def _each(method):
             return x
         for a in sorted(axes, reverse=True):
             x = getattr(x, method)(dim=a, keepdim=True)
-            if method in ("max", "min") and isinstance(x, tuple):
+            if not isinstance(x, ember.Tensor):  # max/min with a dim give (values, indices)
                 x = x[0]
         if not keep:
             x = x.reshape(*[d for i, d in enumerate(x.shape) if i not in axes])
@@ -124,6 +124,25 @@ def cumsum(n, x, ax):
     if n.attr("exclusive", 0):
         out = out - y
     return out.flip(a) if n.attr("reverse", 0) else out
+
+
+@op("CumProd", since=26, attrs="exclusive reverse", static=(1,))
+def cumprod(n, x, ax):
+    a = axis(int(ax.reshape(-1)[0].item()), x.dim(), n)
+    y = x.flip(a) if n.attr("reverse", 0) else x
+    if n.attr("exclusive", 0):
+        ones = ember.ones_like(y.narrow(a, 0, 1))
+        y = ember.cat([ones, y.narrow(a, 0, y.shape[a] - 1)], dim=a)
+    out = y.cumprod(a, dtype=x.dtype) if x.dtype.kind == "i" else y.cumprod(a)
+    return out.flip(a) if n.attr("reverse", 0) else out
+
+
+@op("LpNormalization", attrs="axis p")
+def lp_normalization(n, x):
+    a = axis(n.attr("axis", -1), x.dim(), n)
+    p = n.attr("p", 2)
+    norm = x.abs().sum(dim=a, keepdim=True) if p == 1 else (x * x).sum(dim=a, keepdim=True).sqrt()
+    return x / norm
 
 
 def _flat2d(fn):

@@ -53,7 +53,8 @@ def reshape(n, x, target):
 
 @op("Flatten", attrs="axis")
 def flatten(n, x):
-    a = axis(n.attr("axis", 1), x.dim() + 1, n) if x.dim() else 0
+    a = n.attr("axis", 1)
+    a = a + x.dim() if a < 0 else a
     lead = 1
     for d in x.shape[:a]:
         lead *= d
@@ -287,11 +288,12 @@ def depth_to_space(n, x):
     return y.reshape(N, C // (b * b), H * b, W * b)
 
 
-@op("SpaceToDepth", attrs="blocksize")
+@op("SpaceToDepth", attrs="blocksize mode")
 def space_to_depth(n, x):
     b = n.attr("blocksize")
     N, C, H, W = x.shape
-    y = x.reshape(N, C, H // b, b, W // b, b).permute(0, 3, 5, 1, 2, 4)
+    y = x.reshape(N, C, H // b, b, W // b, b)
+    y = y.permute(0, 1, 3, 5, 2, 4) if n.attr("mode", "DCR") == "CRD" else y.permute(0, 3, 5, 1, 2, 4)
     return y.reshape(N, C * b * b, H // b, W // b)
 
 
@@ -400,3 +402,24 @@ def reverse_sequence(n, x, lens):
         order = list(range(L[i] - 1, -1, -1)) + list(range(L[i], T))
         rows.append(xi.index_select(t, int64(order, x.device)))
     return ember.cat(rows, dim=b)
+
+
+@op("TensorScatter", since=24, attrs="axis mode")
+def tensor_scatter(n, past, update, write=None):
+    a = axis(n.attr("axis", -2), past.dim(), n)
+    L, T = past.shape[a], update.shape[a]
+    starts = ints(write) if write is not None else [0] * past.shape[0]
+    rows = []
+    for b in range(past.shape[0]):
+        pos = [starts[b] + t for t in range(T)]
+        if n.attr("mode", "linear") == "circular":
+            pos = [p % L for p in pos]
+        order = list(range(L))
+        src = [None] * L
+        for t, p in enumerate(pos):
+            src[p] = t
+        keep = past[b:b + 1]
+        upd = update[b:b + 1]
+        idx = [L + src[i] if src[i] is not None else i for i in order]
+        rows.append(ember.cat([keep, upd], dim=a).index_select(a, int64(idx, past.device)))
+    return ember.cat(rows, dim=0)
