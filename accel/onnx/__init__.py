@@ -25,9 +25,9 @@ def supported_operators():
 class Plan:
     """A loaded graph: its steps, constants, parameters (onnx name, tensor), inputs and outputs."""
 
-    def __init__(self, steps, consts, params, inputs, outputs, where):
+    def __init__(self, steps, consts, params, inputs, outputs, where, ranks):
         self.steps, self.consts, self.params = steps, consts, params
-        self.inputs, self.outputs, self.where = inputs, outputs, where
+        self.inputs, self.outputs, self.where, self.ranks = inputs, outputs, where, ranks
 
 
 def load_plan(path_or_bytes, device=None):
@@ -44,7 +44,8 @@ def load_plan(path_or_bytes, device=None):
         raise ArgumentError("onnx.load: %s: expected a default-domain opset in %d..%d, found %d"
                             % (where, MIN_OPSET, newest, versions[""]))
     g = model.graph
-    ctx = Context(device, versions, folder, where, static_shapes(model))
+    ranks = {}
+    ctx = Context(device, versions, folder, where, static_shapes(model, ranks))
     if g.sparse_initializer:
         ctx.unsupported.append("graph %r: sparse initializers not supported" % g.name)
     check_supported(ctx, g)
@@ -66,7 +67,7 @@ def load_plan(path_or_bytes, device=None):
     for o in outputs:
         if o not in consts and o not in dynamic:
             raise ArgumentError("onnx.load: %s: graph output %r is produced by no node" % (where, o))
-    return Plan(steps, consts, params, inputs, outputs, where)
+    return Plan(steps, consts, params, inputs, outputs, where, ranks)
 
 
 def _static_only(g, versions):

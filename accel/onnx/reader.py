@@ -114,8 +114,9 @@ def _with_external(t, folder, where):
     return copy
 
 
-def static_shapes(model):
-    """{value name: shape tuple} for every value onnx's shape inference gives fully known dims."""
+def static_shapes(model, ranks=None):
+    """{value name: shape tuple} for every value onnx's shape inference gives fully known dims;
+    ``ranks`` (a dict), when given, gets the rank of every value whose rank is known."""
     import onnx
     try:
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
@@ -128,6 +129,8 @@ def static_shapes(model):
         if not t.HasField("tensor_type") or not t.tensor_type.HasField("shape"):
             continue
         dims = t.tensor_type.shape.dim
+        if ranks is not None:
+            ranks[vi.name] = len(dims)
         if all(d.HasField("dim_value") for d in dims):
             out[vi.name] = tuple(d.dim_value for d in dims)
     return out
