@@ -184,12 +184,6 @@ def rnn(n, x, W, R, B=None, seq_lens=None, h0=None):
     return (Y, h)[:max(1, len(n.outputs))]
 
 
-@op("Det")
-def det(n, x):
-    import ember.linalg as L
-    return L.det(x)
-
-
 @op("Unique", since=11, attrs="axis sorted")
 def unique(n, x):
     if n.attr("axis") is not None:
