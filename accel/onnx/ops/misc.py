@@ -186,8 +186,9 @@ def rnn(n, x, W, R, B=None, seq_lens=None, h0=None):
 
 @op("Unique", since=11, attrs="axis sorted")
 def unique(n, x):
-    if n.attr("axis") is not None:
-        n.fail("Unique along an axis is not supported")
+    a = n.attr("axis")
+    if a is not None:
+        return _unique_axis(n, x, a)
     flat = x.reshape(-1).tolist()
     firsts = {}
     for i, v in enumerate(flat):
@@ -202,4 +203,26 @@ def unique(n, x):
     dev = x.device
     return (ember.tensor(vals, dtype=x.dtype, device=dev), ember.tensor([firsts[v] for v in vals], dtype=ember.int64, device=dev),
             ember.tensor([pos[v] for v in flat], dtype=ember.int64, device=dev),
+            ember.tensor(counts, dtype=ember.int64, device=dev))
+
+
+def _unique_axis(n, x, a):
+    """Unique slices along ``a``: each slice compared as a whole (its values as a tuple)."""
+    from .util import axis as _axis
+    a = _axis(a, x.dim(), n)
+    moved = x.swap_dims(0, a) if a else x
+    rows = [tuple(r) for r in moved.reshape(moved.shape[0], -1).tolist()]
+    firsts = {}
+    for i, r in enumerate(rows):
+        firsts.setdefault(r, i)
+    keys = sorted(firsts) if n.attr("sorted", 1) else list(firsts)
+    pos = {}
+    for j, k in enumerate(keys):
+        pos[k] = j
+    counts = [0] * len(keys)
+    for r in rows:
+        counts[pos[r]] += 1
+    dev = x.device
+    picked = ember.tensor([firsts[k] for k in keys], dtype=ember.int64, device=dev)
+    return (x.index_select(a, picked), picked, ember.tensor([pos[r] for r in rows], dtype=ember.int64, device=dev),
             ember.tensor(counts, dtype=ember.int64, device=dev))

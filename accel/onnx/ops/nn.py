@@ -78,7 +78,7 @@ def conv_transpose(n, x, w, b=None):
     if shape is not None or n.attr("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER"):
         target = list(shape)[-k:] if shape is not None else [x.shape[2 + i] * strides[i] for i in range(k)]
         total = [full[i] - target[i] for i in range(k)]
-        upper = n.attr("auto_pad", "SAME_UPPER") != "SAME_LOWER"
+        upper = n.attr("auto_pad", "NOTSET") == "SAME_UPPER"
         pads = [t // 2 if upper else t - t // 2 for t in total] + [t - t // 2 if upper else t // 2 for t in total]
     else:
         pads = n.attr("pads", [0] * (2 * k)) if n.attr("auto_pad", "NOTSET") == "NOTSET" else [0] * (2 * k)
@@ -90,6 +90,11 @@ def conv_transpose(n, x, w, b=None):
         n.fail("expected a 1-D or 2-D ConvTranspose, found %d spatial dims" % k)
     for i in range(k):
         length = full[i] - pads[i] - pads[i + k]
+        if pads[i] < 0:  # an output_shape past the full result: zeros in front
+            shape = list(y.shape)
+            shape[2 + i] = -pads[i]
+            y = ember.cat([ember.zeros(shape, dtype=y.dtype, device=y.device), y], dim=2 + i)
+            pads[i] = 0
         extra = pads[i] + length - y.shape[2 + i]
         if extra > 0:
             y = _pad_dim_end(y, 2 + i, extra)
@@ -420,10 +425,10 @@ def _nearest(x_orig, mode):
     return math.floor(x_orig + 0.5)
 
 
-def resize(n, x, scales, sizes, default_coord):
+def resize(n, x, scales, sizes, default_coord, default_nearest="round_prefer_floor"):
     mode = n.attr("mode", "nearest")
     coord = n.attr("coordinate_transformation_mode", default_coord)
-    nearest = n.attr("nearest_mode", "round_prefer_floor")
+    nearest = n.attr("nearest_mode", default_nearest)
     r = x.dim()
     if sizes:
         scales = [sizes[i] / x.shape[i] for i in range(r)]
@@ -464,11 +469,11 @@ def resize_10(n, x, scales):
 
 @op("Upsample", since=9, attrs="mode", static=(1,), check=_resize_check)
 def upsample(n, x, scales):
-    return resize(n, x, floats(scales), None, "asymmetric")
+    return resize(n, x, floats(scales), None, "asymmetric", "floor")
 
 
 op("Upsample", since=7, attrs="mode scales", check=_resize_check)(
-    lambda n, x: resize(n, x, n.attr("scales"), None, "asymmetric"))
+    lambda n, x: resize(n, x, n.attr("scales"), None, "asymmetric", "floor"))
 
 
 @op("SwiGLU", since=28, attrs="alpha")

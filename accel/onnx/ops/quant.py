@@ -12,8 +12,11 @@ from .util import axis, onnx_dtype
 _RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int32": (-2**31, 2**31 - 1)}
 
 
-def _along(t, x, a):
-    """A per-axis scale or zero point shaped to broadcast against ``x`` on axis ``a``."""
+def _along(t, x, a, block=0):
+    """A per-axis (or, with ``block``, per-block) scale or zero point shaped to broadcast against
+    ``x`` on axis ``a``."""
+    if block:
+        return t.repeat_interleave(block, dim=a).narrow(a, 0, x.shape[a])
     if t.dim() == 0 or t.numel() == 1 and x.dim() == 0:
         return t.reshape(())
     if t.dim() == 1 and t.numel() == 1:
@@ -23,13 +26,11 @@ def _along(t, x, a):
     return t.reshape(*shape)
 
 
-def _check_q(n):
-    if n.attr("block_size", 0):
-        return "block_size (blocked quantization) not supported"
-    return None
+def _axis_of(n, x, scale):
+    return axis(n.attr("axis", 1), x.dim(), n) if scale.numel() > 1 else 0
 
 
-@op("QuantizeLinear", since=10, attrs="axis saturate block_size output_dtype precision", check=_check_q)
+@op("QuantizeLinear", since=10, attrs="axis saturate block_size output_dtype precision")
 def quantize_linear(n, x, scale, zp=None):
     if zp is not None:
         dtype = zp.dtype
@@ -39,22 +40,22 @@ def quantize_linear(n, x, scale, zp=None):
         dtype = ember.uint8
     if dtype.name not in _RANGE:
         n.fail("expected an int8, uint8 or int32 output, found %s" % dtype.name)
-    a = axis(n.attr("axis", 1), x.dim(), n) if scale.numel() > 1 else 0
+    a, b = _axis_of(n, x, scale), n.attr("block_size", 0)
     xs = x.to(ember.float32)
-    y = (xs / _along(scale, x, a).to(ember.float32)).round()
+    y = (xs / _along(scale, x, a, b).to(ember.float32)).round()
     if zp is not None:
-        y = y + _along(zp, x, a).to(ember.float32)
+        y = y + _along(zp, x, a, b).to(ember.float32)
     lo, hi = _RANGE[dtype.name]
     return y.clamp(lo, hi).to(dtype)
 
 
-@op("DequantizeLinear", since=10, attrs="axis block_size output_dtype", check=_check_q)
+@op("DequantizeLinear", since=10, attrs="axis block_size output_dtype")
 def dequantize_linear(n, x, scale, zp=None):
-    a = axis(n.attr("axis", 1), x.dim(), n) if scale.numel() > 1 else 0
+    a, b = _axis_of(n, x, scale), n.attr("block_size", 0)
     y = x.to(ember.float32)
     if zp is not None:
-        y = y - _along(zp, x, a).to(ember.float32)
-    return (y * _along(scale, x, a).to(ember.float32)).to(scale.dtype)
+        y = y - _along(zp, x, a, b).to(ember.float32)
+    return (y * _along(scale, x, a, b).to(ember.float32)).to(scale.dtype)
 
 
 def _centered(q, zp, a=None):

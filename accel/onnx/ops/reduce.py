@@ -57,7 +57,9 @@ def _empty_extreme(method):
         if not keep:
             shape = [d for i, d in enumerate(x.shape) if i not in axes]
         fill = float("-inf") if method == "max" else float("inf")
-        if x.dtype.kind == "i":
+        if x.dtype.kind == "b":
+            fill = method != "max"
+        elif x.dtype.kind == "i":
             info = {8: 127, 32: 2**31 - 1, 64: 2**63 - 1}[x.dtype.bits]
             fill = -info - 1 if method == "max" else info
         return ember.full(shape, fill, dtype=x.dtype, device=x.device)
@@ -85,6 +87,10 @@ REDUCERS = {
 
 
 def _logsumexp(x, axes, keep):
+    if not x.numel():
+        shape = [1 if i in axes else d for i, d in enumerate(x.shape)] if keep else \
+            [d for i, d in enumerate(x.shape) if i not in axes]
+        return ember.full(shape, float("-inf"), dtype=x.dtype, device=x.device)
     y = x.to(ember.float64) if x.dtype.kind == "i" else x
     m = _each("max")(y, axes, True)
     out = _sum((y - m).exp(), axes, True).log() + m
