@@ -43,6 +43,8 @@ def load_plan(path_or_bytes, device=None):
     if "" in versions and not MIN_OPSET <= versions[""] <= newest:
         raise ArgumentError("onnx.load: %s: expected a default-domain opset in %d..%d, found %d"
                             % (where, MIN_OPSET, newest, versions[""]))
+    from .functions import expand
+    model = expand(model, versions, ops.lookup)
     g = model.graph
     ranks = {}
     ctx = Context(device, versions, folder, where, static_shapes(model, ranks))
