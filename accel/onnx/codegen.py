@@ -44,9 +44,19 @@ class _Writer:
     def __init__(self, plan, class_name):
         self.plan, self.class_name = plan, class_name
         self.params = dict(plan.params)
-        self.uses = {}
+        # an Identity of a parameter (torch's exporter shares equal initializers so) is the parameter
+        self.alias = {}
+        self.steps = []
         for s in plan.steps:
+            src = self.alias.get(s.inputs[0], s.inputs[0]) if s.inputs else None
+            if s.node.op_type == "Identity" and src in self.params:
+                self.alias[s.outputs[0]] = src
+            else:
+                self.steps.append(s)
+        self.uses = {}
+        for s in self.steps:
             for i in s.inputs:
+                i = self.alias.get(i, i)
                 self.uses[i] = self.uses.get(i, 0) + 1
         self.locals = {}
         self.taken = set()
@@ -60,8 +70,11 @@ class _Writer:
     # -- names ---------------------------------------------------------------------------------
     def local(self, name):
         v = self.locals.get(name)
-        if v is None:
-            v = self.locals[name] = _ident(name, self.taken)
+        if v is None:  # torch's exporter names values /block/Conv_output_0: keep the readable part
+            short = name.strip("/").replace("/", "_")
+            if short.endswith("_output_0"):
+                short = short[:-len("_output_0")]
+            v = self.locals[name] = _ident(short or name, self.taken)
         return v
 
     def attr(self, name):
@@ -71,11 +84,12 @@ class _Writer:
         """The expression for ONNX value ``name`` inside forward."""
         if not name:
             return "None"
+        name = self.alias.get(name, name)
         if name in self.locals:
             return self.locals[name]
         if name in self.params:
             a = self.attr(name)
-            t = self.params[name]
+            t = self.param(name)
             self.init.append("self.%s = Param(ember.zeros(%r, dtype=%s))" % (a, tuple(t.shape), _dtype_name(t)))
             self.assign.append((a, t))
             self.locals[name] = "self." + a
@@ -96,23 +110,35 @@ class _Writer:
     def const(self, name):
         return self.plan.consts.get(name) if name else None
 
+    def param(self, name):
+        return self.params.get(self.alias.get(name, name)) if name else None
+
     def is_param(self, name, single_use=True):
+        name = self.alias.get(name, name)
         return name in self.params and (not single_use or self.uses.get(name, 0) == 1)
 
     # -- layers --------------------------------------------------------------------------------
     def layer(self, node, kind):
-        a = self.attr(node.name or kind.lower())
-        return a
+        """A layer's attribute name from its node's name: ``/blocks/blocks.0/c1/Conv`` -> ``blocks_0_c1``."""
+        parts = [p for p in (node.name or "").split("/") if p]
+        if len(parts) > 1 and parts[-1].split("_")[0] == node.op_type:
+            parts = parts[:-1]
+        dedup = []
+        for p in parts:
+            for q in p.split("."):
+                if not dedup or dedup[-1] != q:
+                    dedup.append(q)
+        return self.attr("_".join(dedup) or kind)
 
     def try_layer(self, s):
         n = s.node
         i = s.inputs
-        if n.op_type == "Conv" and self.is_param(i[1]) and len(self.params[i[1]].shape) == 4 and \
+        if n.op_type == "Conv" and self.is_param(i[1]) and len(self.param(i[1]).shape) == 4 and \
                 (len(i) < 3 or not i[2] or self.is_param(i[2])) and n.attr("auto_pad", "NOTSET") in ("NOTSET", "VALID"):
             pads = n.attr("pads", [0, 0, 0, 0]) if n.attr("auto_pad", "NOTSET") == "NOTSET" else [0, 0, 0, 0]
             if pads[:2] != pads[2:]:
                 return None
-            w = self.params[i[1]]
+            w = self.param(i[1])
             g = n.attr("group", 1)
             has_bias = len(i) > 2 and bool(i[2])
             a = self.layer(n, "conv")
@@ -121,12 +147,12 @@ class _Writer:
                                 tuple(pads[:2]), tuple(n.attr("dilations", [1, 1])), g, has_bias))
             self.assign.append((a + ".weight", w))
             if has_bias:
-                self.assign.append((a + ".bias", self.params[i[2]]))
+                self.assign.append((a + ".bias", self.param(i[2])))
             return "self.%s(%s)" % (a, self.value(i[0]))
-        if n.op_type == "Gemm" and self.is_param(i[1]) and len(self.params[i[1]].shape) == 2 and \
+        if n.op_type == "Gemm" and self.is_param(i[1]) and len(self.param(i[1]).shape) == 2 and \
                 n.attr("alpha", 1.0) == 1.0 and n.attr("beta", 1.0) == 1.0 and not n.attr("transA", 0) and \
-                (len(i) < 3 or not i[2] or (self.is_param(i[2]) and len(self.params[i[2]].shape) == 1)):
-            w = self.params[i[1]]
+                (len(i) < 3 or not i[2] or (self.is_param(i[2]) and len(self.param(i[2]).shape) == 1)):
+            w = self.param(i[1])
             if not n.attr("transB", 0):
                 w = w.T
             has_bias = len(i) > 2 and bool(i[2])
@@ -134,15 +160,26 @@ class _Writer:
             self.init.append("self.%s = nn.Linear(%d, %d, bias=%r)" % (a, w.shape[1], w.shape[0], has_bias))
             self.assign.append((a + ".weight", w))
             if has_bias:
-                self.assign.append((a + ".bias", self.params[i[2]]))
+                self.assign.append((a + ".bias", self.param(i[2])))
             return "self.%s(%s)" % (a, self.value(i[0]))
         if n.op_type == "BatchNormalization" and all(self.is_param(x) for x in i[1:5]) and \
                 self.plan.ranks.get(i[0]) == 4 and not n.attr("training_mode", 0):
-            c = self.params[i[1]].shape[0]
+            c = self.param(i[1]).shape[0]
             a = self.layer(n, "bn")
             self.init.append("self.%s = nn.BatchNorm2d(%d, eps=%r)" % (a, c, n.attr("epsilon", 1e-5)))
             for part, name in zip(("weight", "bias", "running_mean", "running_var"), i[1:5]):
-                self.assign.append((a + "." + part, self.params[name]))
+                self.assign.append((a + "." + part, self.param(name)))
+            return "self.%s(%s)" % (a, self.value(i[0]))
+        if n.op_type == "LayerNormalization" and self.is_param(i[1]) and (len(i) < 3 or not i[2] or self.is_param(i[2])) \
+                and n.attr("axis", -1) in (-1, self.plan.ranks.get(i[0], 0) - 1) and len([o for o in s.outputs if o]) == 1:
+            shape = tuple(self.param(i[1]).shape)
+            has_bias = len(i) > 2 and bool(i[2])
+            a = self.layer(n, "norm")
+            self.init.append("self.%s = nn.LayerNorm(%r, eps=%r%s)" % (a, shape, n.attr("epsilon", 1e-5),
+                                                                       "" if has_bias else ", bias=False"))
+            self.assign.append((a + ".weight", self.param(i[1])))
+            if has_bias:
+                self.assign.append((a + ".bias", self.param(i[2])))
             return "self.%s(%s)" % (a, self.value(i[0]))
         return None
 
@@ -172,7 +209,7 @@ class _Writer:
     def write(self):
         for name in self.plan.inputs:
             self.local(name)
-        for s in self.plan.steps:
+        for s in self.steps:
             self.step(s)
         if self.problems:
             raise ArgumentError("import-onnx: %s: %d node(s) have no code generation:\n  %s"
@@ -394,7 +431,17 @@ def _slice(w, n, i):
     return "%s[%s]" % (x, ", ".join(parts))
 
 
+def _layer_norm(w, n, i):
+    scale = w.param(i[1])
+    scale = scale if scale is not None else w.const(i[1])
+    if scale is None or n.attr("axis", -1) != -1 or len([o for o in n.outputs if o]) > 1:
+        raise _NoCode("a LayerNormalization over more than the last dim, or with its statistics as outputs")
+    return "F.layer_norm(%s, %r, %s, %s, %r)" % (w.value(i[0]), tuple(scale.shape)[-1:], w.value(i[1]),
+                                                w.value(i[2]) if len(i) > 2 else "None", n.attr("epsilon", 1e-5))
+
+
 EMITTERS = {
+    "LayerNormalization": _layer_norm,
     "Add": _bin("+"), "Sub": _bin("-"), "Mul": _bin("*"), "Div": _bin("/"),
     "Pow": lambda w, n, i: "%s.pow(%s)" % (w.value(i[0]), w.value(i[1], True)),
     "Relu": _fn("F.relu"), "Sigmoid": _method("sigmoid"), "Tanh": _method("tanh"), "Exp": _method("exp"),
