@@ -346,7 +346,6 @@ def _gemm(w, n, i):
 
 
 def _conv(w, n, i):
-    kernel = n.attr("kernel_shape")
     pads = n.attr("pads", [0, 0, 0, 0])
     if n.attr("auto_pad", "NOTSET") not in ("NOTSET", "VALID") or pads[:2] != pads[2:]:
         raise _NoCode("a Conv with uneven or automatic pads")
@@ -371,14 +370,10 @@ def _gather(w, n, i):
     a = n.attr("axis", 0)
     x = w.value(i[0])
     if idx is not None and idx.dim() == 0:
-        return "%s.select(%d, %d)" % (x, a, int(idx.item())) if False else \
-            "%s.narrow(%d, %d, 1).squeeze(%d)" % (x, a, int(idx.item()), a)
-    return "ember.index_select(%s, %d, %s)" % (x, a, w.value(i[1])) if idx is not None and idx.dim() == 1 else \
-        _no("Gather with a computed or multi-dim index")
-
-
-def _no(what):
-    raise _NoCode(what)
+        return "%s.narrow(%d, %d, 1).squeeze(%d)" % (x, a, int(idx.item()), a)
+    if idx is not None and idx.dim() == 1:
+        return "ember.index_select(%s, %d, %s)" % (x, a, w.value(i[1]))
+    raise _NoCode("Gather with a computed or multi-dim index")
 
 
 def _clip(w, n, i):

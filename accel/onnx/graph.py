@@ -137,7 +137,6 @@ class Context:
         self.unsupported = []
 
     def tensor(self, proto):
-        import ember
         a = to_numpy(proto, self.folder, self.where)
         return numpy_to_ember(a, self.device, "%s: tensor %r" % (self.where, proto.name))
 

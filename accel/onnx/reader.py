@@ -61,7 +61,6 @@ def check_dims(dims, what, where):
 def to_numpy(t, folder, where):
     """The numpy array a TensorProto holds, its external data read inside ``folder``."""
     from onnx import numpy_helper, TensorProto
-    import numpy as np
     what = "tensor %r" % t.name
     check_dims(t.dims, what, where)
     if t.data_location == TensorProto.EXTERNAL:

@@ -36,4 +36,4 @@ def operator_names():
     return sorted(name for _, name in TABLE)
 
 
-from . import elementwise, reduce, shape, nn, quant, control, misc, training, ml, vision, attention, signal  # noqa: E402,F401
+from . import elementwise, reduce, shape, nn, quant, control, misc, training, ml, vision, attention, signal, resize  # noqa: E402,F401,E501

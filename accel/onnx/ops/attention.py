@@ -4,7 +4,6 @@ import ember
 import ember.nn.functional as F
 
 from . import op
-from .util import ints
 
 INF = float("inf")
 

@@ -38,7 +38,6 @@ def _loss_check(n):
 
 
 def _nll(n, logp, target, weight):
-    C = logp.shape[1]
     ignore = n.attr("ignore_index")
     t = target.to(ember.int64)
     valid = None

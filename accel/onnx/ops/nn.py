@@ -4,7 +4,7 @@ import ember.nn.functional as F
 from ember.nn import functional as _F
 
 from . import op
-from .util import axis, floats, ints
+from .util import axis
 
 
 def auto_pads(n, in_sizes, kernel, strides, dilations):
@@ -385,95 +385,6 @@ def dropout(n, x, ratio=None, training=None):
     if len(n.outputs) > 1:
         return x, ember.ones(x.shape, dtype=ember.bool, device=x.device)
     return x
-
-
-def _resize_check(n):
-    mode = n.attr("mode", "nearest")
-    if mode not in ("nearest", "linear"):
-        return "resize mode %r not supported (expected nearest or linear)" % mode
-    for key, ok in (("coordinate_transformation_mode", ("half_pixel", "asymmetric", "align_corners",
-                                                         "pytorch_half_pixel")),
-                    ("nearest_mode", ("round_prefer_floor", "floor", "round_prefer_ceil", "ceil"))):
-        v = n.attr(key)
-        if v is not None and v not in ok:
-            return "%s %r not supported" % (key, v)
-    if n.attr("exclude_outside", 0) or n.attr("antialias", 0) or n.attr("keep_aspect_ratio_policy", "stretch") \
-            != "stretch" or n.attr("axes") is not None:
-        return "exclude_outside/antialias/keep_aspect_ratio_policy/axes not supported"
-    return None
-
-
-def _source_index(o, scale, in_size, out_size, mode):
-    if mode == "align_corners":
-        return 0.0 if out_size == 1 else o * (in_size - 1) / (out_size - 1)
-    if mode == "asymmetric":
-        return o / scale
-    if mode == "pytorch_half_pixel" and out_size == 1:
-        return 0.0
-    return (o + 0.5) / scale - 0.5
-
-
-def _nearest(x_orig, mode):
-    import math
-    if mode == "floor":
-        return math.floor(x_orig)
-    if mode == "ceil":
-        return math.ceil(x_orig)
-    frac = x_orig - math.floor(x_orig)
-    if frac == 0.5:
-        return math.floor(x_orig) if mode == "round_prefer_floor" else math.ceil(x_orig)
-    return math.floor(x_orig + 0.5)
-
-
-def resize(n, x, scales, sizes, default_coord, default_nearest="round_prefer_floor"):
-    mode = n.attr("mode", "nearest")
-    coord = n.attr("coordinate_transformation_mode", default_coord)
-    nearest = n.attr("nearest_mode", default_nearest)
-    r = x.dim()
-    if sizes:
-        scales = [sizes[i] / x.shape[i] for i in range(r)]
-    else:
-        sizes = [int(x.shape[i] * scales[i]) for i in range(r)]
-    for d in range(r):
-        if sizes[d] == x.shape[d] and scales[d] == 1.0:
-            continue
-        src = [_source_index(o, scales[d], x.shape[d], sizes[d], coord) for o in range(sizes[d])]
-        if mode == "nearest":
-            idx = [min(max(_nearest(s, nearest), 0), x.shape[d] - 1) for s in src]
-            x = x.index_select(d, ember.tensor(idx, dtype=ember.int64, device=x.device))
-            continue
-        import math
-        lo = [min(max(int(math.floor(s)), 0), x.shape[d] - 1) for s in src]
-        hi = [min(lo_i + 1, x.shape[d] - 1) for lo_i in lo]
-        w = [min(max(s - math.floor(s), 0.0), 1.0) if s >= 0 else 0.0 for s in src]
-        a = x.index_select(d, ember.tensor(lo, dtype=ember.int64, device=x.device))
-        b = x.index_select(d, ember.tensor(hi, dtype=ember.int64, device=x.device))
-        shape = [1] * r
-        shape[d] = sizes[d]
-        wt = ember.tensor(w, dtype=x.dtype, device=x.device).reshape(*shape)
-        x = a + (b - a) * wt
-    return x
-
-
-@op("Resize", since=11, attrs="coordinate_transformation_mode cubic_coeff_a exclude_outside extrapolation_value "
-    "mode nearest_mode antialias axes keep_aspect_ratio_policy", static=(1, 2, 3), check=_resize_check)
-def resize_11(n, x, roi=None, scales=None, sizes=None):
-    s = floats(scales)
-    return resize(n, x, s if s else None, ints(sizes) if sizes is not None and sizes.numel() else None, "half_pixel")
-
-
-@op("Resize", since=10, attrs="mode", static=(1,), check=_resize_check)
-def resize_10(n, x, scales):
-    return resize(n, x, floats(scales), None, "asymmetric")
-
-
-@op("Upsample", since=9, attrs="mode", static=(1,), check=_resize_check)
-def upsample(n, x, scales):
-    return resize(n, x, floats(scales), None, "asymmetric", "floor")
-
-
-op("Upsample", since=7, attrs="mode scales", check=_resize_check)(
-    lambda n, x: resize(n, x, n.attr("scales"), None, "asymmetric", "floor"))
 
 
 @op("SwiGLU", since=28, attrs="alpha")

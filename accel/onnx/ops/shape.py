@@ -3,7 +3,7 @@ import ember
 import ember.nn.functional as F
 
 from . import op
-from .util import axis, const, int64, ints, onnx_dtype
+from .util import axis, int64, ints, onnx_dtype
 
 
 @op("Constant", attrs="value value_float value_floats value_int value_ints")

@@ -1,6 +1,5 @@
 """Small helpers the op families share: dtypes by ONNX code, static values, axes."""
 import ember
-from ember.errors import ArgumentError
 
 # TensorProto.DataType codes ember holds (uint16/int16 -> int32, uint32/uint64 -> int64 at load)
 _DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "int32", 5: "int32", 6: "int32", 7: "int64", 9: "bool",
@@ -36,10 +35,6 @@ def axis(a, rank, n):
 
 def scalar_like(v, x):
     return ember.full((), v, dtype=x.dtype, device=x.device)
-
-
-def const(values, like, dtype=None):
-    return ember.tensor(values, dtype=dtype or like.dtype, device=like.device)
 
 
 def int64(values, device):

@@ -1,6 +1,5 @@
 """Small ONNX graphs built with onnx.helper for the import tests (random weights, fixed seed)."""
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 

@@ -11,7 +11,7 @@ from ember.accel.onnx import load
 from ember.errors import ArgumentError
 
 from onnx import TensorProto, helper, numpy_helper
-from onnx_nets import lenet, ort, single
+from onnx_nets import lenet, ort
 
 
 def _import(py):
