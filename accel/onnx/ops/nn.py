@@ -61,7 +61,9 @@ def conv(n, x, w, b=None):
         return F.conv1d(x, w, b, strides[0], pads[0], dil[0], g)
     if len(kernel) == 2:
         return F.conv2d(x, w, b, tuple(strides), tuple(pads), tuple(dil), g)
-    return _F._conv(x, w, b, tuple(strides), tuple(pads), tuple(dil), g, len(kernel), "Conv")
+    if len(kernel) == 3:
+        return F.conv3d(x, w, b, tuple(strides), tuple(pads), tuple(dil), g)
+    n.fail("expected a 1-D, 2-D or 3-D Conv, found %d spatial dims" % len(kernel))
 
 
 @op("ConvTranspose", attrs="auto_pad dilations group kernel_shape output_padding output_shape pads strides",
@@ -86,8 +88,10 @@ def conv_transpose(n, x, w, b=None):
         y = F.conv_transpose2d(x.unsqueeze(2), w.unsqueeze(2), None, (1, strides[0]), 0, 0, g, (1, dil[0])).squeeze(2)
     elif k == 2:
         y = F.conv_transpose2d(x, w, None, tuple(strides), 0, 0, g, tuple(dil))
+    elif k == 3:
+        y = F.conv_transpose3d(x, w, None, tuple(strides), 0, 0, g, tuple(dil))
     else:
-        n.fail("expected a 1-D or 2-D ConvTranspose, found %d spatial dims" % k)
+        n.fail("expected a 1-D, 2-D or 3-D ConvTranspose, found %d spatial dims" % k)
     for i in range(k):
         length = full[i] - pads[i] - pads[i + k]
         if pads[i] < 0:  # an output_shape past the full result: zeros in front
@@ -114,8 +118,8 @@ def _pool_check(n):
     bad = _auto_pad_check(n)
     if bad:
         return bad
-    if n.attr("storage_order", 0):
-        return "storage_order 1 not supported"
+    if n.attr("storage_order", 0) and len(n.attr("kernel_shape", ())) != 2:
+        return "storage_order 1 is supported for 2-D pools only"
     return None
 
 
@@ -192,6 +196,9 @@ def max_pool(n, x):
                            k, "MaxPool")
         if len(n.outputs) > 1:
             values, idx = out
+            if n.attr("storage_order", 0):  # column-major indices within each plane
+                H, W = x.shape[2:]
+                idx = (idx % W) * H + idx // W
             return values, _flat_indices(x, idx, k)
         return out
     begin, end, out, strides, dil = _pool_plan(n, x, kernel)
@@ -380,8 +387,8 @@ def lrn(n, x):
 
 @op("Dropout", attrs="ratio seed is_test")
 def dropout(n, x, ratio=None, training=None):
-    if training is not None and bool(training.item()):
-        n.fail("expected training_mode false (ember imports inference graphs), found true")
+    if training is not None and bool(training.item()) and (ratio is None or ratio.item() != 0):
+        n.fail("expected training_mode false or ratio 0 (ember imports inference graphs), found a random dropout")
     if len(n.outputs) > 1:
         return x, ember.ones(x.shape, dtype=ember.bool, device=x.device)
     return x

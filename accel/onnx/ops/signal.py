@@ -129,3 +129,26 @@ def det(n, x):
         below = (rows > c).to(ember.float64).reshape(1, k)
         a = a - (factors * below).unsqueeze(-1) * a[:, c:c + 1, :]
     return (out * sign).reshape(*shape[:-2]).to(x.dtype)
+
+
+@op("MelWeightMatrix", since=17, attrs="output_datatype", static=(0, 1, 2, 3, 4))
+def mel_weight_matrix(n, bins, dft_length, rate, low, high):
+    from .util import onnx_dtype
+    m, L, sr = int(bins.item()), int(dft_length.item()), int(rate.item())
+    lo_mel = 2595 * math.log1p(float(low.item()) / 700) / math.log(10)
+    hi_mel = 2595 * math.log1p(float(high.item()) / 700) / math.log(10)
+    step = (hi_mel - lo_mel) / (m + 2)
+    edges = [int(((L + 1) * (700 * math.expm1((i * step + lo_mel) / 2595 * math.log(10)))) // sr)
+             for i in range(m + 2)]
+    out = [[0.0] * m for _ in range(L // 2 + 1)]
+    for i in range(m):
+        left, center, right = edges[i], edges[i + 1], edges[i + 2]
+        if center == left:
+            out[center][i] = 1.0
+        else:
+            for j in range(left, center + 1):
+                out[j][i] = (j - left) / (center - left)
+        if right > center:
+            for j in range(center, right):
+                out[j][i] = (right - j) / (right - center)
+    return ember.tensor(out, dtype=onnx_dtype(n.attr("output_datatype", 1), n), device=n.device)

@@ -1,4 +1,6 @@
 """Spatial ops built from gathers and scatters: unpooling, crops, col2im, sampling grids, NMS."""
+import math
+
 import ember
 import ember.nn.functional as F
 
@@ -12,16 +14,20 @@ def max_unpool(n, x, idx, shape=None):
     k = len(kernel)
     strides = n.attr("strides", [1] * k)
     pads = n.attr("pads", [0] * (2 * k))
-    if shape is not None:
-        out = ints(shape)
-    else:
-        out = list(x.shape[:2]) + [(x.shape[2 + i] - 1) * strides[i] - pads[i] - pads[i + k] + kernel[i]
-                                   for i in range(k)]
+    out = list(x.shape[:2]) + [(x.shape[2 + i] - 1) * strides[i] - pads[i] - pads[i + k] + kernel[i]
+                               for i in range(k)]
     total = 1
     for d in out:
         total *= d
     flat = ember.zeros(total, dtype=x.dtype, device=x.device)
-    return flat.scatter(0, idx.reshape(-1).to(ember.int64), x.reshape(-1)).reshape(*out)
+    y = flat.scatter(0, idx.reshape(-1).to(ember.int64), x.reshape(-1)).reshape(*out)
+    if shape is not None:  # a larger output_shape: the unpooled values stay at the front of each dim
+        target = ints(shape)
+        flat_pads = []
+        for i in range(len(out) - 1, -1, -1):
+            flat_pads.extend([0, target[i] - out[i]])
+        y = F.pad(y, flat_pads)
+    return y
 
 
 @op("CenterCropPad", since=18, attrs="axes", static=(1,))
@@ -216,3 +222,78 @@ def _iou(a, b):
     inter = h * w
     union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
     return inter / union if union > 0 else 0.0
+
+
+def _roi_check(n):
+    if n.attr("mode", "avg") not in ("avg", "max"):
+        return "RoiAlign mode %r not supported" % n.attr("mode")
+    return None
+
+
+def _roi_samples(roi, scale, half_pixel, H, W, ph, pw, ratio):
+    """Per bin and sample: the four corner positions and bilinear weights (ONNX's reference)."""
+    off = 0.5 if half_pixel else 0.0
+    x0, y0, x1, y1 = [v * scale - off for v in roi]
+    rw, rh = x1 - x0, y1 - y0
+    if not half_pixel:
+        rw, rh = max(rw, 1.0), max(rh, 1.0)
+    bh, bw = rh / ph, rw / pw
+    gh = int(ratio) if ratio > 0 else int(math.ceil(rh / ph))
+    gw = int(ratio) if ratio > 0 else int(math.ceil(rw / pw))
+    pos, wts = [[], [], [], []], [[], [], [], []]
+    for a in range(ph):
+        for b in range(pw):
+            for iy in range(gh):
+                y = y0 + a * bh + (iy + 0.5) * bh / gh
+                for ix in range(gw):
+                    x = x0 + b * bw + (ix + 0.5) * bw / gw
+                    corners = _bilinear(y, x, H, W)
+                    for k in range(4):
+                        pos[k].append(corners[k][0])
+                        wts[k].append(corners[k][1])
+    return pos, wts, max(gh * gw, 1)
+
+
+def _bilinear(y, x, H, W):
+    if y < -1.0 or y > H or x < -1.0 or x > W:
+        return [(0, 0.0)] * 4
+    y, x = max(y, 0.0), max(x, 0.0)
+    yl, xl = int(y), int(x)
+    if yl >= H - 1:
+        yh = yl = H - 1
+        y = float(yl)
+    else:
+        yh = yl + 1
+    if xl >= W - 1:
+        xh = xl = W - 1
+        x = float(xl)
+    else:
+        xh = xl + 1
+    ly, lx = y - yl, x - xl
+    hy, hx = 1 - ly, 1 - lx
+    return [(yl * W + xl, hy * hx), (yl * W + xh, hy * lx), (yh * W + xl, ly * hx), (yh * W + xh, ly * lx)]
+
+
+@op("RoiAlign", since=10, attrs="coordinate_transformation_mode mode output_height output_width sampling_ratio "
+    "spatial_scale", check=_roi_check)
+def roi_align(n, x, rois, batch):
+    N, C, H, W = x.shape
+    ph, pw = n.attr("output_height", 1), n.attr("output_width", 1)
+    half = n.attr("coordinate_transformation_mode", "half_pixel" if n.opset >= 16 else "output_half_pixel") == \
+        "half_pixel"
+    planes = x.reshape(N, C, H * W)
+    outs = []
+    for r, b in zip(rois.tolist(), ints(batch)):
+        pos, wts, count = _roi_samples(r, n.attr("spatial_scale", 1.0), half, H, W, ph, pw,
+                                       n.attr("sampling_ratio", 0))
+        plane = planes[b]
+        S = len(pos[0]) // (ph * pw)
+        terms = [plane.index_select(1, int64(pos[k], x.device)) *
+                 ember.tensor(wts[k], dtype=x.dtype, device=x.device) for k in range(4)]
+        if n.attr("mode", "avg") == "avg":
+            v = (terms[0] + terms[1] + terms[2] + terms[3]).reshape(C, ph * pw, S).sum(dim=2) / count
+        else:
+            m = terms[0].maximum(terms[1]).maximum(terms[2]).maximum(terms[3])
+            v = m.reshape(C, ph * pw, S).max(dim=2)[0]
+        outs.append(v.reshape(C, ph, pw))
+    return ember.stack(outs)
