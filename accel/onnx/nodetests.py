@@ -20,13 +20,23 @@ def node_test_dir(cache=None):
     shipped = _shipped()
     if shipped:
         return shipped
+    import shutil
+    import tempfile
     import onnx
-    root = os.path.join(cache or CACHE, onnx.__version__)
-    done = os.path.join(root, ".complete")
-    if not os.path.exists(done):
-        _write(root)
-        with open(done, "w") as f:
+    base = cache or CACHE
+    root = os.path.join(base, onnx.__version__)
+    if not os.path.exists(os.path.join(root, ".complete")):
+        os.makedirs(base, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".writing-", dir=base)  # written aside, then renamed: no reader sees half
+        _write(tmp)
+        with open(os.path.join(tmp, ".complete"), "w") as f:
             f.write("ok\n")
+        if os.path.isdir(root) and not os.path.exists(os.path.join(root, ".complete")):
+            shutil.rmtree(root, ignore_errors=True)  # an interrupted older write
+        try:
+            os.rename(tmp, root)
+        except OSError:  # another process finished first
+            shutil.rmtree(tmp, ignore_errors=True)
     return root
 
 
