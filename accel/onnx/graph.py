@@ -291,9 +291,10 @@ def _run(n, fn, args):
     return out if isinstance(out, (tuple, list)) else (out,)
 
 
-def run_plan(steps, env):
-    """Run ``steps`` on ``env`` (name -> tensor), adding each output; returns env."""
+def run_plan(steps, env, device):
+    """Run ``steps`` on ``env`` (name -> tensor) on ``device``, adding each output; returns env."""
     for s in steps:
+        s.node.device = device  # what the ops that create tensors (Shape, Range, ...) create them on
         if s.node.graphs:
             s.node.scope = env  # a Loop body reads names of the scope around it
         outs = _run(s.node, s.fn, [env[i] if i else None for i in s.inputs])

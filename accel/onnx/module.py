@@ -94,6 +94,6 @@ class OnnxModule(Module):
             env[onnx_name] = params[path].value
         for name, x in zip(self._inputs, inputs):
             env[name] = x
-        run_plan(self._plan, env)
+        run_plan(self._plan, env, device)
         outs = tuple(env[o] for o in self._outputs)
         return outs[0] if len(outs) == 1 else outs

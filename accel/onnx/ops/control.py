@@ -9,7 +9,7 @@ def if_(n, cond):
     """An If whose condition did not fold: the condition is read (a sync) and its branch runs."""
     from ..graph import run_plan
     steps, _, outputs = n.plans["then_branch" if bool(cond.reshape(-1)[0].item()) else "else_branch"]
-    env = run_plan(steps, dict(n.scope))
+    env = run_plan(steps, dict(n.scope), n.device)
     return tuple(env[o] for o in outputs)
 
 
@@ -31,7 +31,7 @@ def loop(n, trips=None, cond=None, *carried):
         env[inputs[1]] = ember.tensor(go, dtype=ember.bool, device=n.device)
         for name, v in zip(inputs[2:], state):
             env[name] = v
-        run_plan(steps, env)
+        run_plan(steps, env, n.device)
         go = bool(env[outputs[0]].reshape(-1)[0].item())
         state = [env[o] for o in outputs[1:1 + k]]
         for j, o in enumerate(outputs[1 + k:]):
@@ -61,7 +61,7 @@ def scan(n, *values):
             env[name] = v
         for name, x, d in zip(inputs[k:], xs, in_dirs):
             env[name] = x[T - 1 - t] if d else x[t]
-        run_plan(steps, env)
+        run_plan(steps, env, n.device)
         states = [env[o] for o in outputs[:k]]
         for j, o in enumerate(outputs[k:]):
             outs[j].append(env[o])

@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, defs, helper, numpy_helper
 
 import ember
 from ember.accel import NumPy
@@ -210,3 +210,33 @@ def test_external_data_past_the_end_of_its_file(tmp_path):
 def test_opset_out_of_range():
     with pytest.raises(ArgumentError, match=r"expected a default-domain opset in 1\.\.\d+, found 99"):
         load(lenet(opset=99).SerializeToString())
+
+
+def test_an_imported_model_fine_tunes_under_autodiff():
+    import ember.nn.functional as F
+    from ember.accel import Autodiff
+    from ember.optim import SGD
+    dev = Autodiff(NumPy())
+    model = load(lenet().SerializeToString(), device=NumPy()).to(dev)
+    before = model.conv1.weight.to(NumPy()).numpy().copy()
+    x = ember.from_numpy(_x(4), device=NumPy()).to(dev)
+    y = ember.tensor([1, 2, 3, 4], device=NumPy()).to(dev)
+    opt = SGD(model.parameters(), lr=0.1)
+    losses = []
+    for _ in range(4):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0] * 0.8, losses
+    assert np.abs(model.conv1.weight.to(NumPy()).numpy() - before).max() > 1e-4  # the first layer learned too
+
+
+@pytest.mark.parametrize("opset", [7, 11, 13, defs.onnx_opset_version()])
+def test_lenet_from_opset_7_to_the_newest(opset):
+    m = lenet(opset=opset)
+    m.ir_version = 7 if opset < 21 else 10
+    x = _x(2)
+    got = load(m.SerializeToString(), device=NumPy())(ember.from_numpy(x, device=NumPy())).numpy()
+    np.testing.assert_allclose(got, ort(m, x)[0], rtol=1e-4, atol=1e-4)
