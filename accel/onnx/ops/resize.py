@@ -6,7 +6,7 @@ import math
 import ember
 
 from . import op
-from .util import floats, ints
+from .util import floats, ints, sized
 
 MODES = ("nearest", "linear", "cubic")
 COORDS = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
@@ -147,6 +147,7 @@ def resize(n, x, roi, scales, sizes):
         for j, a in enumerate(axes):
             factors[a] = scales[j]
         out = [int(factors[i] * shape[i]) for i in range(r)]
+    sized(out, n)
     y = x.to(ember.float64)
     for a in axes:
         ar = None if full_roi is None else (full_roi[a], full_roi[a + r])

@@ -3,7 +3,7 @@ import ember
 import ember.nn.functional as F
 
 from . import op
-from .util import axis, int64, ints, onnx_dtype
+from .util import axis, int64, ints, onnx_dtype, sized
 
 
 @op("Constant", attrs="value value_float value_floats value_int value_ints")
@@ -187,19 +187,21 @@ def expand(n, x, shape):
     r = max(len(target), x.dim())
     xs = [1] * (r - x.dim()) + list(x.shape)
     ts = [1] * (r - len(target)) + target
-    out = [a if b == 1 else b for a, b in zip(xs, ts)]
+    out = sized([a if b == 1 else b for a, b in zip(xs, ts)], n)
     return x.reshape(*xs).expand(*out)
 
 
 @op("Tile", since=6, static=(1,))
 def tile(n, x, reps):
-    return x.repeat(*ints(reps))
+    r = ints(reps)
+    sized([a * b for a, b in zip(x.shape, r)], n)
+    return x.repeat(*r)
 
 
 @op("ConstantOfShape", since=9, attrs="value", static=(0,))
 def constant_of_shape(n, shape):
     v = n.attr("value")
-    dims = ints(shape)
+    dims = sized(ints(shape), n)
     if v is None:
         return ember.zeros(dims, dtype=ember.float32, device=n.device)
     return ember.full(dims, v.reshape(-1)[0].item(), dtype=v.dtype, device=n.device)
@@ -208,7 +210,10 @@ def constant_of_shape(n, shape):
 @op("Range", since=11, static=(0, 1, 2))
 def range_(n, start, limit, delta):
     s, l, d = start.item(), limit.item(), delta.item()
+    if d == 0:
+        n.fail("expected a nonzero delta, found 0")
     count = max(0, -(-(l - s) // d)) if start.dtype.kind == "i" else max(0, int(-(-(l - s) // d)))
+    sized([int(count)], n)
     vals = [s + i * d for i in range(int(count))]
     return ember.tensor(vals, dtype=start.dtype, device=n.device) if vals else \
         ember.zeros(0, dtype=start.dtype, device=n.device)

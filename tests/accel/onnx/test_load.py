@@ -240,3 +240,10 @@ def test_lenet_from_opset_7_to_the_newest(opset):
     x = _x(2)
     got = load(m.SerializeToString(), device=NumPy())(ember.from_numpy(x, device=NumPy())).numpy()
     np.testing.assert_allclose(got, ort(m, x)[0], rtol=1e-4, atol=1e-4)
+
+
+def test_a_huge_computed_shape_is_refused_not_allocated():
+    shape = numpy_helper.from_array(np.array([1 << 20, 1 << 20], np.int64), "shape")
+    m = single("ConstantOfShape", [], [("y", TensorProto.FLOAT, None)], [shape], opset=17)
+    with pytest.raises(RecordError, match=r"ConstantOfShape, opset 17\): an output of dims \[1048576, 1048576\]"):
+        load(m.SerializeToString())
