@@ -247,3 +247,9 @@ def test_a_huge_computed_shape_is_refused_not_allocated():
     m = single("ConstantOfShape", [], [("y", TensorProto.FLOAT, None)], [shape], opset=17)
     with pytest.raises(RecordError, match=r"ConstantOfShape, opset 17\): an output of dims \[1048576, 1048576\]"):
         load(m.SerializeToString())
+
+
+def test_forward_with_the_wrong_number_of_inputs():
+    model = load(lenet().SerializeToString(), device=NumPy())
+    with pytest.raises(ArgumentError, match=r"onnx model: expected 1 input\(s\) \(x\), found 2"):
+        model(ember.zeros((1, 1, 12, 12), device=NumPy()), ember.zeros(1, device=NumPy()))
