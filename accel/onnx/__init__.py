@@ -46,8 +46,9 @@ def load_plan(path_or_bytes, device=None):
     from .functions import expand
     model = expand(model, versions, ops.lookup)
     g = model.graph
-    ranks = {}
-    ctx = Context(device, versions, folder, where, static_shapes(model, ranks))
+    ranks, types = {}, {}
+    ctx = Context(device, versions, folder, where, static_shapes(model, ranks, types))
+    ctx.types = types
     if g.sparse_initializer:
         ctx.unsupported.append("graph %r: sparse initializers not supported" % g.name)
     check_supported(ctx, g)

@@ -135,6 +135,7 @@ class Context:
     def __init__(self, device, opsets, folder, where, shapes):
         self.device, self.opsets, self.folder, self.where, self.shapes = device, opsets, folder, where, shapes
         self.unsupported = []
+        self.types = {}  # value name -> ONNX element type, where shape inference knows it
 
     def tensor(self, proto):
         a = to_numpy(proto, self.folder, self.where)
@@ -145,6 +146,7 @@ class Context:
         opset = self.opsets.get(domain)
         n = Node(proto, opset if opset is not None else 0, self.tensor)
         n.device = self.device
+        n.input_types = [self.types.get(i) for i in n.inputs]
         return n
 
 

@@ -113,9 +113,10 @@ def _with_external(t, folder, where):
     return copy
 
 
-def static_shapes(model, ranks=None):
+def static_shapes(model, ranks=None, types=None):
     """{value name: shape tuple} for every value onnx's shape inference gives fully known dims;
-    ``ranks`` (a dict), when given, gets the rank of every value whose rank is known."""
+    ``ranks`` and ``types`` (dicts), when given, get each value's rank and ONNX element type where known
+    (ember holds int16/uint16 in int32: the ONNX type keeps their range)."""
     import onnx
     try:
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
@@ -123,8 +124,13 @@ def static_shapes(model, ranks=None):
         inferred = model
     out = {}
     g = inferred.graph
+    if types is not None:
+        for t in g.initializer:
+            types[t.name] = t.data_type
     for vi in list(g.value_info) + list(g.input) + list(g.output):
         t = vi.type
+        if types is not None and t.HasField("tensor_type"):
+            types[vi.name] = t.tensor_type.elem_type
         if not t.HasField("tensor_type") or not t.tensor_type.HasField("shape"):
             continue
         dims = t.tensor_type.shape.dim

@@ -24,8 +24,7 @@ for _name, _fn in (("Abs", lambda x: x.abs()), ("Neg", lambda x: -x), ("Exp", la
                    ("Relu", lambda x: F.relu(x)), ("Erf", lambda x: x.erf()), ("Sign", lambda x: x.sign()),
                    ("Not", lambda x: x.logical_not()), ("Softsign", lambda x: x / (x.abs() + 1)),
                    ("Softplus", lambda x: F.softplus(x)), ("IsNaN", lambda x: x.isnan()),
-                   ("Round", lambda x: x.round()), ("BitwiseNot", lambda x: x.bitwise_not()),
-                   ("Mish", lambda x: F.mish(x)), ("Identity", lambda x: x)):
+                   ("Round", lambda x: x.round()),                    ("Mish", lambda x: F.mish(x)), ("Identity", lambda x: x)):
     _unary(_name, _fn)
 
 for _name, _fn in (("Add", lambda a, b: a + b), ("Sub", lambda a, b: a - b), ("Mul", lambda a, b: a * b),
@@ -187,3 +186,11 @@ def gelu(n, x):
 @op("Swish", since=24, attrs="alpha")
 def swish(n, x):
     return x * (x * n.attr("alpha", 1.0)).sigmoid()
+
+
+@op("BitwiseNot")
+def bitwise_not(n, x):
+    t = n.input_types[0] if n.input_types else None
+    if t in (4, 12):  # uint16, uint32, held in wider ints: keep their own bits
+        return x.bitwise_not().bitwise_and(scalar_like(0xFFFF if t == 4 else 0xFFFFFFFF, x))
+    return x.bitwise_not()

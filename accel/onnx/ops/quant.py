@@ -10,6 +10,7 @@ from . import op
 from .util import axis, onnx_dtype
 
 _RANGE = {"int8": (-128, 127), "uint8": (0, 255), "int32": (-2**31, 2**31 - 1)}
+_ONNX_RANGE = {4: (0, 65535), 5: (-32768, 32767)}  # uint16, int16: held in int32, saturated to their own range
 
 
 def _along(t, x, a, block=0):
@@ -39,13 +40,14 @@ def quantize_linear(n, x, scale, zp=None):
     else:
         dtype = ember.uint8
     if dtype.name not in _RANGE:
-        n.fail("expected an int8, uint8 or int32 output, found %s" % dtype.name)
+        n.fail("expected an int8, uint8, int16, uint16 or int32 output, found %s" % dtype.name)
+    onnx_type = n.input_types[2] if zp is not None and len(n.input_types) > 2 else n.attr("output_dtype")
     a, b = _axis_of(n, x, scale), n.attr("block_size", 0)
     xs = x.to(ember.float32)
     y = (xs / _along(scale, x, a, b).to(ember.float32)).round()
     if zp is not None:
         y = y + _along(zp, x, a, b).to(ember.float32)
-    lo, hi = _RANGE[dtype.name]
+    lo, hi = _ONNX_RANGE.get(onnx_type) or _RANGE[dtype.name]
     return y.clamp(lo, hi).to(dtype)
 
 
