@@ -148,7 +148,8 @@ def lp_normalization(n, x):
     a = axis(n.attr("axis", -1), x.dim(), n)
     p = n.attr("p", 2)
     norm = x.abs().sum(dim=a, keepdim=True) if p == 1 else (x * x).sum(dim=a, keepdim=True).sqrt()
-    return x / norm
+    zero = norm == 0  # a zero vector stays zero (ONNX's reference), not 0/0
+    return ember.where(zero, ember.zeros_like(x), x / ember.where(zero, ember.ones_like(norm), norm))
 
 
 def _flat2d(fn):

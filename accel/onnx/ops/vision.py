@@ -107,7 +107,7 @@ def affine_grid(n, theta, size):
 
 
 def _grid_check(n):
-    if n.attr("mode", "linear") not in ("linear", "bilinear", "nearest"):
+    if n.attr("mode", "linear") not in ("linear", "bilinear", "nearest", "cubic", "bicubic"):
         return "grid sample mode %r not supported" % n.attr("mode")
     if n.attr("padding_mode", "zeros") not in ("zeros", "border", "reflection"):
         return "padding_mode %r not supported" % n.attr("padding_mode")
@@ -165,6 +165,8 @@ def grid_sample(n, x, grid):
 
     if mode == "nearest":
         out = sample([c.round() for c in coords])
+    elif mode in ("cubic", "bicubic"):
+        out = _cubic_sample(flat, coords, sizes, pad, align, N, C, P, x.dtype)
     else:
         floors = [c.floor() for c in coords]
         out = None
@@ -179,6 +181,50 @@ def grid_sample(n, x, grid):
             term = sample(idx) * w.reshape(N, 1, P)
             out = term if out is None else out + term
     return out.reshape(*([N, C] + out_spatial))
+
+
+def _keys(t, A=-0.75):
+    """Keys' cubic weights of the four taps floor-1 .. floor+2 at fraction ``t``."""
+    return [((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A,
+            ((A + 2) * t - (A + 3)) * t * t + 1,
+            ((A + 2) * (1 - t) - (A + 3)) * (1 - t) * (1 - t) + 1,
+            ((A * (2 - t) - 5 * A) * (2 - t) + 8 * A) * (2 - t) - 4 * A]
+
+
+def _cubic_sample(flat, coords, sizes, pad, align, N, C, P, dtype):
+    """Bicubic (any rank) sampling with ONNX's per-tap padding: zeros, the border pixel, or a reflection."""
+    k = len(coords)
+    taps = []
+    for i, c in enumerate(coords):
+        lo, hi = (0.0, sizes[i] - 1.0) if align else (-0.5, sizes[i] - 0.5)
+        f = c.floor()
+        w = _keys(c - f)
+        per = []
+        for j in range(4):
+            t = f + (j - 1)
+            inside = (t >= 0).logical_and(t <= sizes[i] - 1)
+            if pad == "border":
+                t = t.clamp(0, sizes[i] - 1)
+            elif pad == "reflection":
+                t = _reflect(t, lo, hi).trunc().clamp(0, sizes[i] - 1)
+            per.append((t, w[j], inside if pad == "zeros" else None))
+        taps.append(per)
+    out = None
+    for combo in range(4 ** k):
+        lin, weight, ok = None, None, None
+        for i in range(k):
+            t, w, inside = taps[i][(combo // 4 ** i) % 4]
+            cc = t.clamp(0, sizes[i] - 1).to(ember.int64)
+            lin = cc if lin is None else lin * sizes[i] + cc
+            weight = w if weight is None else weight * w
+            if inside is not None:
+                ok = inside if ok is None else ok.logical_and(inside)
+        vals = flat.gather(2, lin.reshape(N, 1, P).expand(N, C, P))
+        term = vals * weight.reshape(N, 1, P)
+        if ok is not None:
+            term = term * ok.reshape(N, 1, P).to(dtype)
+        out = term if out is None else out + term
+    return out
 
 
 @op("NonMaxSuppression", since=10, attrs="center_point_box", static=(2, 3, 4))
