@@ -54,10 +54,13 @@ class _Writer:
             else:
                 self.steps.append(s)
         self.uses = {}
+        self.consumers = {}
         for s in self.steps:
             for i in s.inputs:
                 i = self.alias.get(i, i)
                 self.uses[i] = self.uses.get(i, 0) + 1
+                self.consumers.setdefault(i, []).append(s)
+        self.skip = set()  # steps a layer took in (the Add after a MatMul that became a Linear)
         self.locals = {}
         self.taken = set()
         self.attr_names = set()
@@ -162,6 +165,8 @@ class _Writer:
             if has_bias:
                 self.assign.append((a + ".bias", self.param(i[2])))
             return "self.%s(%s)" % (a, self.value(i[0]))
+        if n.op_type == "MatMul" and self.is_param(i[1]) and len(self.param(i[1]).shape) == 2:
+            return self._matmul_linear(s)
         if n.op_type == "BatchNormalization" and all(self.is_param(x) for x in i[1:5]) and \
                 self.plan.ranks.get(i[0]) == 4 and not n.attr("training_mode", 0):
             c = self.param(i[1]).shape[0]
@@ -183,10 +188,33 @@ class _Writer:
             return "self.%s(%s)" % (a, self.value(i[0]))
         return None
 
+    def _matmul_linear(self, s):
+        """MatMul by a weight (and an Add of a bias right after it, when that is its only use) -> Linear."""
+        w = self.param(s.inputs[1])
+        bias, out = None, s.outputs[0]
+        after = self.consumers.get(out, [])
+        if len(after) == 1 and after[0].node.op_type == "Add" and out not in self.plan.outputs:
+            other = [x for x in after[0].inputs if x != out]
+            if len(other) == 1 and self.is_param(other[0]) and tuple(self.param(other[0]).shape) == (w.shape[1],):
+                bias = self.param(other[0])
+                self.skip.add(id(after[0]))
+                out = after[0].outputs[0]
+        a = self.layer(s.node, "linear")
+        self.init.append("self.%s = nn.Linear(%d, %d, bias=%r)" % (a, w.shape[0], w.shape[1], bias is not None))
+        self.assign.append((a + ".weight", w.T))
+        if bias is not None:
+            self.assign.append((a + ".bias", bias))
+        return "self.%s(%s)" % (a, self.value(s.inputs[0])), [out]
+
     # -- forward lines -------------------------------------------------------------------------
     def step(self, s):
         n = s.node
+        if id(s) in self.skip:
+            return
         expr = self.try_layer(s)
+        outputs = s.outputs
+        if type(expr) is tuple:
+            expr, outputs = expr
         if expr is None:
             emit = EMITTERS.get(n.op_type)
             if emit is None or n.graphs:
@@ -201,7 +229,7 @@ class _Writer:
                 if o:
                     self.local(o)
             return
-        outs = [self.local(o) if o else "_" for o in s.outputs]
+        outs = [self.local(o) if o else "_" for o in outputs]
         if len(outs) > 1 and n.op_type not in _MULTI:
             outs = outs[:1]
         self.lines.append("%s = %s" % (", ".join(outs), expr))
