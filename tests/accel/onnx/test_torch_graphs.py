@@ -79,9 +79,10 @@ def test_torch_export_loads_and_matches_onnxruntime(name, model, shape, dynamic)
     if dynamic:
         x3 = np.random.default_rng(0).standard_normal((3,) + shape[1:]).astype(np.float32)
         np.testing.assert_allclose(m(ember.from_numpy(x3, device=NumPy())).numpy(), _ort(data, x3), rtol=1e-4, atol=1e-5)
-    if name != "lstm":  # (LSTM has no code generation yet: test_codegen checks that such nodes are listed)
-        source, module = generate(data)
-        if name == "encoder":  # the feed-forward's MatMul + Add pairs became named Linear layers
-            assert "self.layers_0_linear1 = nn.Linear(16, 32, bias=True)" in source
-        got = module(ember.from_numpy(x.numpy(), device=ember.Cpu())).numpy()
-        np.testing.assert_allclose(got, _ort(data, x.numpy()), rtol=1e-4, atol=1e-5)
+    source, module = generate(data)
+    if name == "encoder":  # the feed-forward's MatMul + Add pairs became named Linear layers
+        assert "self.layers_0_linear1 = nn.Linear(16, 32, bias=True)" in source
+    if name == "lstm":
+        assert "self.l = nn.LSTM(6, 8, batch_first=False, bidirectional=False)" in source
+    got = module(ember.from_numpy(x.numpy(), device=ember.Cpu())).numpy()
+    np.testing.assert_allclose(got, _ort(data, x.numpy()), rtol=1e-4, atol=1e-5)
