@@ -1,7 +1,8 @@
 """``ember import-onnx``: an ONNX model as a readable Python file and a safetensors record.
 
 The file holds one ``Module`` subclass: a node that maps onto an ember layer (Conv -> ``nn.Conv2d``,
-Gemm -> ``nn.Linear``, BatchNormalization -> ``nn.BatchNorm2d``) becomes a named layer, every
+Gemm and MatMul(+Add) -> ``nn.Linear``, BatchNormalization -> ``nn.BatchNorm2d``, LayerNormalization ->
+``nn.LayerNorm``, LSTM -> ``nn.LSTM``) becomes a named layer, every
 other parameter a ``Param`` and every large constant a buffer; ``forward`` has one line of plain
 ember calls per node that stays after folding, with small constants (reshape targets, axes,
 scalars) written as literals. It imports only the ``ember`` core, so it runs on MicroPython.
