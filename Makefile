@@ -2,7 +2,8 @@
 # needs (python3-venv, python3-dev, gcc, a Vulkan driver) are installed as root, else named
 # (tools/system_packages.sh; EMBER_SYSTEM_PACKAGES=0 skips that check).
 #
-#   make test       CPython tests (pytest), MicroPython tests, board checks; fails if any fails
+#   make test       CPython tests (pytest, the book's snippets among them), MicroPython tests, board
+#                   checks, the book's strict build, the browser demo in Chromium; fails if any fails
 #   make test-py    pytest in .venv (all but tests/boards), EMBER_REQUIRE_BACKENDS as below
 #   make test-mpy   tests/core + tests/conformance under MicroPython: the wasm port (node) and the
 #                   unix port (the venv's `micropython`, a fixed heap as on a board)
@@ -12,11 +13,19 @@
 #                   unix port with the board's heap (tests/boards), and the same bundle on wasm
 #   make demo       every examples/*.py on CPython, then on MicroPython; ends training on the digits
 #   make bench      every bench/*.py on CPython (bench/_*.py are shared helpers)
+#   make test-mpi   ember.accel.distributed: its tests (mpirun -n 2 and -n 4 over loopback), then
+#                   bench/distributed.py --rounds 3 (all-reduce vs mpi4py, MLP/LeNet steps at 1, 2, 4 ranks)
 #   make stress     tests/stress at full scale (fuzzers, kill -9 campaign, 10-minute soaks per backend,
 #                   threads, the bad-call table); ends with one JSON line of totals
 #   make cross-check  compile the portable C kernels for aarch64 and Cortex-M4 (zig cc)
 #   make wheels     dist/: the x86_64 and aarch64 (zig cc) abi3 manylinux wheels and the pure one; tests
 #                   the aarch64 wheel under qemu-user and the pure one in Pyodide (tools/wheels/)
+#   make docs       the book (book/, mkdocs.yml) into site/, its figures from a real run; test-docs
+#                   runs every snippet of the book first (tests/book)
+#   make web        the browser demo (examples/web/) built into build/web/ (tools/web/build.py)
+#   make serve-web  serves build/web/ on http://127.0.0.1:8000/ (WEB_PORT=...)
+#   make test-web   the demo in headless Chromium (tests/web/run.mjs): digits on CPU and GPU, images,
+#                   bad input, offline; screenshots and report.json in test-artifacts/web/
 #   make clean      remove .venv, node_modules and build leftovers
 #
 # Variables: PYTEST_ARGS (e.g. PYTEST_ARGS='-k conv -x'), MPY_ARGS (e.g. MPY_ARGS='-k conv -v'),
@@ -34,6 +43,9 @@ VENV_STAMP := $(VENV)/.installed
 
 MICROPYTHON_NPM := @micropython/micropython-webassembly-pyscript@1.27.0
 NODE_STAMP := node_modules/.installed-micropython-1.27.0
+PLAYWRIGHT_NPM := playwright-core@1.65.1
+PLAYWRIGHT_STAMP := node_modules/.installed-playwright-core-1.65.1
+WEB_PORT ?= 8000
 
 EMBER_REQUIRE_BACKENDS ?= cpu,cpu-c,numpy,wgpu,autodiff-cpu,autodiff-cpu-c,fusion-cpu,fusion-cpu-c,fusion-wgpu
 MPY_REQUIRE_BACKENDS ?= cpu
@@ -71,6 +83,28 @@ $(NODE_STAMP):
 	  --omit-lockfile-registry-resolved $(MICROPYTHON_NPM)
 	touch $@
 
+$(PLAYWRIGHT_STAMP): $(NODE_STAMP)
+	npm install --prefix . --no-save --no-package-lock --no-audit --no-fund \
+	  --omit-lockfile-registry-resolved $(MICROPYTHON_NPM) $(PLAYWRIGHT_NPM)
+	touch $@
+
+# ---- the browser demo ------------------------------------------------------------
+
+.PHONY: web
+.PHONY: serve-web
+.PHONY: test-web
+
+# wgpu records the GPU plans (Vulkan wants a private runtime directory); missing records are trained
+web: $(VENV) node_modules
+	@export XDG_RUNTIME_DIR="$${XDG_RUNTIME_DIR:-$$(mktemp -d)}"; $(PY) tools/web/build.py build/web
+
+serve-web: web
+	@echo "serving build/web on http://127.0.0.1:$(WEB_PORT)/ (Ctrl-C stops)"
+	$(PY) -m http.server $(WEB_PORT) --bind 127.0.0.1 --directory build/web
+
+test-web: system web $(PLAYWRIGHT_STAMP)
+	node tests/web/run.mjs build/web
+
 # ---- tests -------------------------------------------------------------------
 
 test: system $(VENV) node_modules
@@ -78,6 +112,8 @@ test: system $(VENV) node_modules
 	$(MAKE) --no-print-directory test-py || status=1; \
 	$(MAKE) --no-print-directory test-mpy || status=1; \
 	$(MAKE) --no-print-directory test-boards || status=1; \
+	$(MAKE) --no-print-directory docs || status=1; \
+	$(MAKE) --no-print-directory test-web || status=1; \
 	$(MAKE) --no-print-directory test-quickstart || status=1; \
 	if [ $$status -ne 0 ]; then echo "make test: FAILED (see above)" >&2; fi; \
 	exit $$status
@@ -124,6 +160,11 @@ stress: $(VENV)
 	$(PY) tests/stress/summary.py "$$report"; rm -f "$$report"; \
 	exit $$status
 
+.PHONY: test-mpi
+test-mpi: system $(VENV)
+	$(PY) -m pytest -q tests/accel/distributed $(PYTEST_ARGS)
+	$(PY) bench/distributed.py --rounds 3
+
 # ---- examples and benchmarks --------------------------------------------------
 
 # Each example runs on CPython, then on MicroPython unless its first line
@@ -159,6 +200,15 @@ bench: $(VENV)
 onnx-coverage: $(VENV)
 	$(PY) tools/onnx_coverage.py $(ONNX_COVERAGE_ARGS)
 
+# Issue 16: the real-model ONNX fixtures (torch.onnx.export into tests/.cache/onnx, made once) and
+# ember beside onnxruntime on ResNet-18 and the encoder at batch 1
+.PHONY: onnx-fixtures bench-onnx
+onnx-fixtures: $(VENV)
+	$(PY) tools/onnx_fixtures.py
+
+bench-onnx: onnx-fixtures
+	$(PY) bench/onnx.py
+
 # The portable C kernels compiled for aarch64 Linux and a bare-metal Cortex-M4, with sizes.
 cross-check: $(VENV)
 	$(PY) ext_c/cross_check.py
@@ -176,3 +226,21 @@ wheels: $(VENV)
 clean:
 	rm -rf $(VENV) node_modules build dist *.egg-info core_pure/_ckernels*
 	find . -name __pycache__ -type d -prune -not -path './.git/*' -exec rm -rf {} +
+
+# ---- the book -------------------------------------------------------------------
+
+# The book (book/, mkdocs.yml) into site/: the figures from a real short run first
+# (tools/book/figures.py: the dashboard's screenshot, the training curves), then a strict build:
+# a broken link, a missing page or image, or a docstring the API reference cannot read fails it.
+.PHONY: docs
+docs: $(VENV)
+	@export XDG_RUNTIME_DIR="$${XDG_RUNTIME_DIR:-$$(mktemp -d)}"; \
+	$(PY) tools/book/figures.py book/img/generated
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# Every ```python block of the book run as a test (tests/book), then the book built
+.PHONY: test-docs
+test-docs: $(VENV)
+	@export XDG_RUNTIME_DIR="$${XDG_RUNTIME_DIR:-$$(mktemp -d)}"; \
+	$(PY) -m pytest -q tests/book $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory docs

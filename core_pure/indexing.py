@@ -338,7 +338,7 @@ def _index_tensor(index, op):
 
 
 def gather(x, dim, index):
-    """out[i][j] = x[index[i][j]][j] for dim 0 (and so on): ``index`` has x's rank."""
+    """``out[i][j] = x[index[i][j]][j]`` for dim 0 (and so on): ``index`` has x's rank."""
     from .elementwise import same_device
     index = _index_tensor(index, "gather")
     same_device(x, index, "gather")

@@ -12,6 +12,9 @@
 #   mesa-vulkan-drivers, libvulkan1
 #                        Vulkan on the CPU (Mesa's lavapipe) for the Wgpu backend's tests; without
 #                        it wgpu offers only OpenGL, which ember's kernels do not support
+#   openmpi-bin, libopenmpi-dev
+#                        mpirun and the libmpi that mpi4py loads (ember.accel.distributed)
+#   chromium             the web demo's browser test (make test-web), headless with SwiftShader's WebGPU
 set -euo pipefail
 
 [ "${EMBER_SYSTEM_PACKAGES:-1}" = 0 ] && exit 0
@@ -24,7 +27,7 @@ if ! "$PYTHON" -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(os.pat
 fi
 if ! command -v cc >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1; then missing+=(gcc); fi
 if command -v dpkg-query >/dev/null 2>&1; then
-  for pkg in mesa-vulkan-drivers libvulkan1; do
+  for pkg in mesa-vulkan-drivers libvulkan1 openmpi-bin libopenmpi-dev chromium; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
   done
 fi

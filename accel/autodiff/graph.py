@@ -51,6 +51,49 @@ grad_mode = _GradMode()
 backward_hooks = []
 
 
+class _LeafHook(threading.local):
+    fn = None
+
+
+_leaf_hook = _LeafHook()
+
+
+class leaf_gradients:
+    """``with leaf_gradients(fn):`` — during every backward pass on this thread, ``fn(id, grad)``
+    is called as soon as a leaf's gradient is final (the last node using it has sent its part),
+    while the walk goes on: what lets ``DistributedDataParallel`` start a bucket's all-reduce
+    in the middle of backward. A leaf that is itself the root gets no call."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __enter__(self):
+        self.previous = _leaf_hook.fn
+        _leaf_hook.fn = self.fn
+        return self
+
+    def __exit__(self, *exc):
+        _leaf_hook.fn = self.previous
+        return False
+
+
+def _final_leaves(order):
+    """{index in ``order``: [leaf ids whose gradient is final once that node has run]} and
+    {leaf id: its leaf nodes}."""
+    last, nodes = {}, {}
+    for i, node in enumerate(order):
+        if node.is_leaf:
+            nodes.setdefault(node.id, []).append(node)
+            continue
+        for p in node.parents:
+            if p is not None and p.is_leaf:
+                last[p.id] = i
+    ready = {}
+    for id, i in last.items():
+        ready.setdefault(i, []).append(id)
+    return ready, nodes
+
+
 class no_grad:
     """``with no_grad():`` — ops inside record nothing (inference, optimizer steps). Per thread.
     Also a decorator: ``@no_grad()`` (or ``@no_grad``) makes every call of a function record nothing.
@@ -122,20 +165,22 @@ def run_backward(root, seed, release=True):
     pending = {root: seed}
     leaves = {}
     order = topological(root)
-    for node in order:
+    hook = _leaf_hook.fn
+    ready, nodes = _final_leaves(order) if hook is not None else (None, None)
+    for i, node in enumerate(order):
         grad = pending.pop(node, None)
-        if grad is None:
-            continue
-        if node.is_leaf:  # leaves sharing an id (one parameter used twice) sum
+        if grad is not None and node.is_leaf:  # leaves sharing an id (one parameter used twice) sum
             have = leaves.get(node.id)
             leaves[node.id] = grad if have is None else have + grad
-            continue
-        grads = node.backward(grad)
-        for parent, g in zip(node.parents, grads):
-            if parent is None or g is None:
-                continue
-            have = pending.get(parent)
-            pending[parent] = g if have is None else have + g
+        elif grad is not None:
+            grads = node.backward(grad)
+            for parent, g in zip(node.parents, grads):
+                if parent is None or g is None:
+                    continue
+                have = pending.get(parent)
+                pending[parent] = g if have is None else have + g
+        if ready is not None and i in ready:
+            _send_final(ready[i], nodes, pending, leaves, hook)
     if release:
         for node in order:
             if not node.is_leaf:
@@ -143,6 +188,19 @@ def run_backward(root, seed, release=True):
                 node.backward = _released
                 node.kept = node.recompute = None
     return leaves
+
+
+def _send_final(ids, nodes, pending, leaves, hook):
+    """Move the finished gradients of leaf ``ids`` from ``pending`` to ``leaves`` and tell ``hook``."""
+    for id in ids:
+        g = leaves.get(id)  # a leaf node of this id the walk has passed already
+        for leaf in nodes[id]:
+            part = pending.pop(leaf, None)
+            if part is not None:
+                g = part if g is None else g + part
+        if g is not None:
+            leaves[id] = g
+            hook(id, g)
 
 
 def _released(grad):

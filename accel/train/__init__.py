@@ -21,7 +21,7 @@ from .learner import DEFAULT_METRICS, EarlyStopping, FitResult, Learner
 from .metrics import (F1, Accuracy, CpuUsage, IterationSpeed, LearningRate, Loss, MemoryUse, Metric, Precision,
                       Recall, TopKAccuracy)
 from .progress import ProgressLines, View
-from .strategy import DataParallel, SingleDevice
+from .strategy import DataParallel, SingleDevice, Strategy
 
 
 def __getattr__(name):
@@ -34,4 +34,4 @@ def __getattr__(name):
 __all__ = ["Learner", "EarlyStopping", "FitResult", "DEFAULT_METRICS", "Checkpoints", "Checkpoint", "read_state",
            "metrics", "Metric", "Loss", "Accuracy", "TopKAccuracy", "Precision", "Recall", "F1", "LearningRate",
            "IterationSpeed", "CpuUsage", "MemoryUse", "ProgressLines", "View", "Dashboard", "DataParallel",
-           "SingleDevice"]
+           "SingleDevice", "Strategy"]

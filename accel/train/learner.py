@@ -35,9 +35,9 @@ from ember.accel.optim.lr import LrScheduler
 
 from . import checkpoint as ckpt
 from . import metrics as M
-from .progress import choose
+from .progress import View, choose
 from .runlog import CURVES, RunLog, plot_curves
-from .strategy import SingleDevice
+from .strategy import SingleDevice, Strategy
 
 DEFAULT_METRICS = ("loss", "accuracy", "lr", "speed", "cpu", "memory")
 FORMAT = "ember.learner/1"
@@ -205,7 +205,8 @@ class Learner:
       ``checkpoint_dir`` (default ``<run_dir>/checkpoints``): checkpoints after every epoch and when
       stopped, keeping the ``keep_last`` newest plus, with ``keep_best``, the best by ``monitor``
       (default: the early-stopping metric, else ``valid_loss``, else ``train_loss``).
-    - ``strategy``: ``SingleDevice()`` (default) or ``DataParallel(workers)``.
+    - ``strategy``: ``SingleDevice()`` (default), ``DataParallel(workers)`` or, across MPI ranks,
+      ``ember.accel.distributed.DistributedDataParallel()`` (rank 0 then writes and reports).
     - ``device``: where to train (wrapped in ``Autodiff``); default the model's device.
     - ``compile``: "auto" (default) records the training step once and replays it
       (``ember.accel.compile``) where that applies: one device (``SingleDevice``), no gradient
@@ -230,6 +231,9 @@ class Learner:
         if scheduler is not None and not isinstance(scheduler, LrScheduler):
             raise ArgumentTypeError("Learner: scheduler must be an ember.accel.optim.lr scheduler, found %s"
                                     % type(scheduler).__name__)
+        if scheduler is not None and scheduler.optimizer not in (None, optimizer):
+            raise ArgumentError("Learner: the scheduler drives another optimizer (%r), not this Learner's %r"
+                                % (scheduler.optimizer, optimizer))
         for name, v, low in (("epochs", epochs, 1), ("grad_accumulation", grad_accumulation, 1)):
             if type(v) is not int or v < low:
                 raise ArgumentError("Learner: %s must be an int >= %d, found %r" % (name, low, v))
@@ -240,6 +244,10 @@ class Learner:
         self.scheduler = scheduler
         self.grad_accumulation = grad_accumulation
         self.clip_grad_norm = clip_grad_norm
+        if strategy is not None and not isinstance(strategy, Strategy):
+            raise ArgumentTypeError("Learner: strategy must be SingleDevice(), DataParallel(n) or "
+                                    "ember.accel.distributed.DistributedDataParallel() (a Strategy), found %s"
+                                    % type(strategy).__name__)
         self.strategy = strategy if strategy is not None else SingleDevice()
         self.plot = plot
         metrics = [M.make(m) for m in metrics]
@@ -261,7 +269,7 @@ class Learner:
         self.checkpoint_dir = None if checkpoint_dir is None else os.fspath(checkpoint_dir)
         self.keep_last = keep_last
         self.keep_best = keep_best
-        self.view = choose(progress)
+        self.view = choose(progress) if self.strategy.is_main else View()  # one dashboard for many ranks
         self.view.bind(self)
         self.device = self._training_device(device)
         self.compiled = self._compiled_step(compile)
@@ -392,7 +400,10 @@ class Learner:
             return None
         mode = self.early_stopping.mode if self.early_stopping is not None and \
             self.early_stopping.metric == monitor else self._metric_direction(monitor)
-        return ckpt.Checkpoints(self.checkpoint_dir, self.keep_last, self.keep_best, mode)
+        store = ckpt.Checkpoints(self.checkpoint_dir, self.keep_last, self.keep_best, mode) \
+            if self.strategy.is_main else None
+        self.strategy.agree(None)  # the other ranks look at the folder once the main one has cleaned it
+        return store or ckpt.Checkpoints(self.checkpoint_dir, self.keep_last, self.keep_best, mode)
 
     def _save(self, store, epoch, batch, monitor, accumulators, lineage):
         if store is None:
@@ -418,7 +429,10 @@ class Learner:
 
         self._writing = True
         try:
-            return store.save(ckpt.checkpoint_name(epoch, batch, lineage), write_files, state)
+            path = None
+            if self.strategy.is_main:  # one writer; the other ranks wait for it and learn its path
+                path = store.save(ckpt.checkpoint_name(epoch, batch, lineage), write_files, state)
+            return self.strategy.agree(path)
         finally:
             self._writing = False
 
@@ -473,7 +487,9 @@ class Learner:
             return point.lineage, None
         names = ", ".join(c.name for c in newer)
         if discard_newer:
-            store.delete(newer)
+            if self.strategy.is_main:
+                store.delete(newer)
+            self.strategy.agree(None)
             return point.lineage, "resumed from %s: deleted the newer checkpoints %s (discard_newer=True)" % (
                 point.name, names)
         lineage = store.new_lineage()
@@ -512,7 +528,7 @@ class Learner:
             run.epoch, run.start_batch = state["position"]
             run.accumulators = state.get("metrics")
         run.lineage, note = self._lineage(run.store, run.resumed, discard_newer)
-        run.log = RunLog(self.run_dir, self.history) if self.run_dir is not None else None
+        run.log = RunLog(self.run_dir, self.history) if self.run_dir is not None and self.strategy.is_main else None
         self.view.fit_start({
             "model": type(self.model).__name__, "epochs": self.epochs, "batches": run.batches,
             "items": len(train.dataset), "device": repr(grad_device(self.device).inner), "start_epoch": run.epoch,
@@ -546,12 +562,15 @@ class Learner:
                 x, y = self._to_device(batch)
                 batch_i += 1
                 if self.compiled is not None:  # forward, backward and the optimizer, captured
-                    if self.scheduler is not None:
-                        self.optimizer.lr = self.scheduler.step()
+                    rate = self._next_rate()
+                    if rate is not None:
+                        self.optimizer.lr = rate
                     loss, logits = self.compiled(self.model, self.optimizer, self.loss, x, y)
+                    self._after_optimizer_step()
                     loss = loss.item()
                 else:
                     grads, loss, logits = self.strategy.step(self.model, self.loss, x, y)
+                    logits, y = self.strategy.outputs(logits, y)
                     pending = grads if pending is None else pending + grads
                     pending_n += 1
                     if pending_n == self.grad_accumulation or batch_i == run.batches:
@@ -564,6 +583,7 @@ class Learner:
                 for m in self.split_metrics + self.run_metrics:
                     m.update(out)
                 self._report_step(run, batch_i, out, items / seconds if seconds else None)
+                self._stop = self.strategy.agree_stop(self._stop)
                 self._announce_stop()
                 if self._stop is not None and pending is None and batch_i < run.batches:
                     accumulators = {m.name: m.state_dict() for m in self.split_metrics + self.run_metrics}
@@ -580,7 +600,19 @@ class Learner:
     def _optimizer_step(self, grads):
         if self.clip_grad_norm is not None:
             grads = grads.clip_by_norm(self.clip_grad_norm)
-        self.optimizer.step(grads, lr=self.scheduler.step() if self.scheduler is not None else None)
+        self.optimizer.step(grads, lr=self._next_rate())
+        self._after_optimizer_step()
+
+    def _next_rate(self):
+        # the rate of this optimizer step from a scheduler of rates (None: no scheduler, or one in
+        # PyTorch's form, which set the groups' rates when built and advances after each step)
+        if self.scheduler is None or self.scheduler.optimizer is not None:
+            return None
+        return self.scheduler.step()
+
+    def _after_optimizer_step(self):
+        if self.scheduler is not None and self.scheduler.optimizer is not None:
+            self.scheduler.step()
 
     def _report_step(self, run, batch_i, out, items_per_s):
         run.steps += 1
@@ -617,9 +649,10 @@ class Learner:
             if es.metric not in record:
                 raise ArgumentError("Learner: early stopping watches %r, but the logged metrics are %s"
                                     % (es.metric, ", ".join(sorted(record))))
-            stop_early = es.update(record[es.metric], run.epoch + 1)
+            stop_early = self.strategy.agree(es.update(record[es.metric], run.epoch + 1))
         run.epoch += 1
         run.checkpoint = self._save(run.store, run.epoch, 0, run.monitor, None, run.lineage)
+        self._stop = self.strategy.agree_stop(self._stop)
         if stop_early:
             self.view.message("early stopping: %s has not improved for %d epochs (best %.4f at epoch %s)"
                               % (es.metric, es.bad_epochs, es.best, es.best_epoch))
@@ -639,7 +672,7 @@ class Learner:
     def _finish(self, run):
         seconds = time.perf_counter() - run.started
         best = run.store.best(run.lineage) if run.store is not None else None
-        if self.plot and self.run_dir is not None and self.history:
+        if self.plot and self.run_dir is not None and self.history and self.strategy.is_main:
             plot_curves(self.history, os.path.join(self.run_dir, CURVES))
         result = FitResult(list(self.history), run.stopped, run.checkpoint, best.path if best else None, seconds,
                            self.run_dir, run.monitor, self._stop if run.stopped == "interrupted" else None)

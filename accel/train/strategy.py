@@ -14,7 +14,28 @@ from ember.errors import ArgumentError
 from ember.accel.optim import GradientsParams
 
 
-class SingleDevice:
+class Strategy:
+    """What every strategy shares with the Learner beyond ``step``: one process runs the whole
+    training, so it writes the files and shows the progress (``is_main``), its batch outputs are
+    the whole batch's, and agreeing with the other processes is a no-op.
+    ``ember.accel.distributed.DistributedDataParallel`` overrides these for MPI ranks."""
+
+    is_main = True
+
+    def outputs(self, logits, y):
+        """The whole batch's logits and targets, for the metrics."""
+        return logits, y
+
+    def agree(self, value):
+        """The main process's ``value`` (every process gets the same)."""
+        return value
+
+    def agree_stop(self, reason):
+        """The stop reason every process acts on (a stop asked for on any of them), or None."""
+        return reason
+
+
+class SingleDevice(Strategy):
     """Forward and backward of the whole batch on the calling thread."""
 
     def step(self, model, loss_fn, x, y):
@@ -32,7 +53,7 @@ class SingleDevice:
         return "SingleDevice()"
 
 
-class DataParallel:
+class DataParallel(Strategy):
     """Thread data parallelism (Burn's thread-safe modules): each batch is cut into ``workers``
     shards; each worker thread runs forward and backward on its own ``model.fork()`` (same
     parameter ids, so gradients are keyed alike) with its shard's loss scaled by
@@ -83,4 +104,4 @@ class DataParallel:
         return "DataParallel(workers=%d)" % self.workers
 
 
-__all__ = ["SingleDevice", "DataParallel"]
+__all__ = ["Strategy", "SingleDevice", "DataParallel"]

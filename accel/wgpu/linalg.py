@@ -174,7 +174,7 @@ def pool(self, op, x, kernel, stride, padding, dilation):
     if op == "max":
         ct = "f64" if st == "f64" else "f32"
         nan = "isnan64" if ct == "f64" else "isnan32"
-        init = "-inf64()" if ct == "f64" else "bitcast<f32>(0xff800000u)"
+        init = "-inf64()" if ct == "f64" else "ninf32()"
         fold = "if (%s(v)) { acc = v; done = true; } else if (v > acc) { acc = v; }" % nan
         libs = ["bits64" if ct == "f64" else "bits32"]
         final = "acc"

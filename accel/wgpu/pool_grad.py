@@ -80,7 +80,7 @@ def pool_input_grad(self, op, x, g, kernel, stride, padding, dilation):
     gload = ops.load(st, st).format("b1[u32(gb + oy * pi(25u) + ox * pi(26u))]")
     if op == "max":
         libs = ["bits64" if st == "f64" else "bits32"]
-        window = _MAX % {"ninf": "-inf64()" if st == "f64" else "bitcast<f32>(0xff800000u)",
+        window = _MAX % {"ninf": "-inf64()" if st == "f64" else "ninf32()",
                          "isnan": "isnan64" if st == "f64" else "isnan32", "act": act,
                          "xload": "b0[u32(xb + y * pi(20u) + x * pi(21u))]"}
     else:

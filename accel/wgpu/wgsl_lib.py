@@ -71,7 +71,10 @@ fn exponent64(x: f64) -> i32 {
 _define("bits32", [], """
 fn isnan32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }
 fn isinf32(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }
-fn nan32() -> f32 { return bitcast<f32>(0x7fc00000u); }
+// through a var: a constant NaN or infinity is a WGSL error in browsers (Tint), though naga takes it
+fn nan32() -> f32 { var b = 0x7fc00000u; return bitcast<f32>(b); }
+fn inf32() -> f32 { var b = 0x7f800000u; return bitcast<f32>(b); }
+fn ninf32() -> f32 { var b = 0xff800000u; return bitcast<f32>(b); }
 """)
 
 # rounding a float32 value to bfloat16 / float16 (kept in f32 storage), nearest even, as dtypes.py does
@@ -87,7 +90,7 @@ _define("rnd_f16", ["bits32"], """
 fn rnd_f16(x: f32) -> f32 {
   if (isnan32(x) || isinf32(x)) { return x; }
   let a = abs(x);
-  if (a >= 65520.0) { return select(bitcast<f32>(0x7f800000u), bitcast<f32>(0xff800000u), x < 0.0); }
+  if (a >= 65520.0) { return select(inf32(), ninf32(), x < 0.0); }
   // the f16 spacing at a: 2^(e-10) for normal halves, 2^-24 below 2^-14
   let e = max(i32((bitcast<u32>(a) >> 23u) & 0xffu) - 127, -14);
   let q = ldexp(1.0, e - 10);

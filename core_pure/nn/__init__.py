@@ -10,6 +10,7 @@ first time one of its names is read (a module-level ``__getattr__``, which Micro
 too), so a board loads just the layer families a model uses. ``from ember.nn.linear import Linear``
 still works, and ``import ember.nn.layers`` loads every layer at once.
 """
+import sys as _sys
 from .config import REQUIRED, Config
 from .module import LoadReport, Module, ModuleDict, ModuleList, Param, Sequential
 
@@ -57,7 +58,8 @@ def __getattr__(name):
         try:
             if name[:2] == "__":
                 raise ImportError(name)
-            value = __import__("ember.nn." + name, None, None, ["*"])
+            __import__("ember.nn." + name)  # a fromlist of "*" would load all of a package's __all__
+            value = _sys.modules["ember.nn." + name]
         except ImportError:
             raise AttributeError("module 'ember.nn' has no attribute %r" % (name,))
     globals()[name] = value  # later reads skip this function

@@ -17,7 +17,7 @@ from .. import dtypes
 from ..creation import full, zeros
 from ..errors import ArgumentError
 from ..nn import checks
-from ..nn.functional import _conv_padding, conv2d
+from ..nn.functional.conv import _conv_padding, conv2d
 from ..nn.module import Module, Param
 from . import arith, kernels
 

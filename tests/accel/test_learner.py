@@ -382,3 +382,26 @@ def test_compile_true_says_why_it_does_not_apply():
     with pytest.raises(ArgumentError, match="compile must be"):
         _learner(model, optimizer=SGD(model, lr=1e-2), compile="yes")
     assert _learner(model, optimizer=RMSprop(model, lr=1e-2)).compiled is None  # "auto": eager
+
+
+@pytest.mark.parametrize("choice", [False, True])
+def test_a_scheduler_in_pytorchs_form_drives_the_learners_optimizer(choice):
+    # lr.StepLR(opt, ...) (built on the optimizer) gives the weights of lr.StepLR(rate, ...), eager and captured
+    train, valid = _data()
+    runs = []
+    for form in ("rate", "optimizer"):
+        model = MLP()
+        opt = SGD(model, lr=0.05, momentum=0.9)
+        sched = lr.StepLR(0.05, 5, 0.5) if form == "rate" else lr.StepLR(opt, step_size=5, gamma=0.5)
+        learner = _learner(model, epochs=1, optimizer=opt, scheduler=sched, compile=choice)
+        learner.fit(train, valid)
+        runs.append((_weights(model), sched.get_last_lr()))
+    assert runs[0] == runs[1]
+    assert runs[1][1][0] < 0.05  # the schedule advanced
+
+
+def test_a_scheduler_of_another_optimizer_is_refused():
+    model = MLP()
+    other = SGD(MLP(), lr=0.1)
+    with pytest.raises(ArgumentError, match="drives another optimizer"):
+        _learner(model, optimizer=SGD(model, lr=0.1), scheduler=lr.StepLR(other, step_size=1))

@@ -34,14 +34,17 @@ def _run(tmp_path, uid, installed, compiler=True, apt=True):
     proc = subprocess.run(["bash", SCRIPT], capture_output=True, text=True, env=env, timeout=60)
     return proc, (log.read_text() if log.exists() else "")
 
+# the Debian packages the script checks with dpkg-query, in its order
+PACKAGES = ["mesa-vulkan-drivers", "libvulkan1", "openmpi-bin", "libopenmpi-dev", "chromium"]
+
 
 def test_nothing_missing_is_silent(tmp_path):
-    proc, apt = _run(tmp_path, uid=1000, installed=["mesa-vulkan-drivers", "libvulkan1"])
+    proc, apt = _run(tmp_path, uid=1000, installed=PACKAGES)
     assert (proc.returncode, proc.stdout, proc.stderr, apt) == (0, "", "", "")
 
 
 def test_not_root_stops_with_the_exact_command(tmp_path):
-    proc, apt = _run(tmp_path, uid=1000, installed=["libvulkan1"], compiler=False)
+    proc, apt = _run(tmp_path, uid=1000, installed=PACKAGES[1:], compiler=False)
     assert proc.returncode == 1 and apt == ""
     assert "sudo apt-get install -y --no-install-recommends gcc mesa-vulkan-drivers" in proc.stderr
 
@@ -50,12 +53,12 @@ def test_root_installs_what_is_missing(tmp_path):
     proc, apt = _run(tmp_path, uid=0, installed=[])
     assert proc.returncode == 0, proc.stderr
     assert "update -qq" in apt
-    assert "install -y -qq --no-install-recommends mesa-vulkan-drivers libvulkan1" in apt
+    assert "install -y -qq --no-install-recommends " + " ".join(PACKAGES) in apt
 
 
 def test_without_apt_get_it_names_the_packages(tmp_path):
     proc, _ = _run(tmp_path, uid=0, installed=[], apt=False)
-    assert proc.returncode == 1 and "missing system packages: mesa-vulkan-drivers libvulkan1" in proc.stderr
+    assert proc.returncode == 1 and "missing system packages: " + " ".join(PACKAGES) in proc.stderr
 
 
 def test_the_check_can_be_skipped():

@@ -3,19 +3,21 @@
 The ``conv`` and ``pool`` primitives take one or two spatial dims. A 3-D convolution stacks the
 input's depth windows into channels and runs one 2-D convolution; a 3-D pool is a 2-D pool over
 (H, W) then one over D (max and a zero-padded mean are separable). ``ember.nn.functional``
-re-exports every op here.
+loads this module on first use of one of its ops.
 """
-from ..composite import composite
-from ..errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
-from ..shapes import conv_out_size
-from ..tensor import Tensor
-from .functional import (_check_positive, _pool_geometry, _tuple, add_bias, avg_pool2d, conv2d, conv_args,
-                         conv_transpose, max_pool2d, pad)
+from ...composite import composite
+from ...errors import ArgumentError, ArgumentTypeError, DTypeError, ShapeError
+from ...shapes import conv_out_size
+from ...tensor import Tensor
+from .args import _check_positive, _tuple
+from .conv import add_bias, conv2d, conv_args, conv_transpose
+from .pool import _pool_geometry, avg_pool2d, max_pool2d
+from .resample import pad
 
 
 def _depth_windows(x, kd, stride, dilation, depth):
     """(N, C, D, H, W) -> (N, C, kd, depth, H, W): for each kernel tap the input depths it meets."""
-    from ..movement import stack
+    from ...movement import stack
     taps = []
     for k in range(kd):
         start = k * dilation
@@ -96,7 +98,7 @@ def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
     """Mean over windows of (N, C, D, H, W); zero padding counts in the mean unless
     ``count_include_pad=False``; ``divisor_override`` divides the window sum by itself instead.
     PyTorch's argument order; ``ceil_mode`` must stay False."""
-    from ..creation import ones
+    from ...creation import ones
     _refuse(ceil_mode, "ceil_mode", "avg_pool3d")
     kernel, stride, pads, _ = _pool3d_args(x, kernel_size, stride, padding, 1, "avg_pool3d")
     if divisor_override is not None and (type(divisor_override) is not int or divisor_override < 1):
@@ -115,7 +117,7 @@ def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
 def max_unpool2d(x, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The inverse of ``max_pool2d(..., return_indices=True)``: each value of (N, C, H, W) written at
     its flat index into a zero (N, C, H_out, W_out) plane, H_out = (H-1)·stride - 2·padding + kernel."""
-    from ..creation import zeros
+    from ...creation import zeros
     op = "max_unpool2d"
     if type(x) is not Tensor or type(indices) is not Tensor:
         raise ArgumentTypeError("%s: expected tensors for input and indices" % op)
@@ -152,7 +154,7 @@ def max_unpool2d(x, indices, kernel_size, stride=None, padding=0, output_size=No
 def unfold(x, kernel_size, dilation=1, padding=0, stride=1):
     """im2col: the sliding (kh, kw) blocks of (N, C, H, W) as columns, (N, C·kh·kw, L) with L the
     number of blocks, channel-major as in PyTorch."""
-    from ..movement import stack
+    from ...movement import stack
     op = "unfold"
     if type(x) is not Tensor:
         raise ArgumentTypeError("%s: expected a tensor, found %s" % (op, type(x).__name__))
