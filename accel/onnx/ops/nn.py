@@ -1,7 +1,6 @@
 """ONNX layers: convolutions, pools, matrix products, normalizations, resizing, dropout."""
 import ember
 import ember.nn.functional as F
-from ember.nn import functional as _F
 
 from . import op
 from .util import axis
@@ -192,8 +191,10 @@ def max_pool(n, x):
         if pads[:k] != pads[k:]:
             x = _explicit_pad(x, pads, _lowest(x))
             pads = [0] * (2 * k)
-        out = _F._max_pool(x, tuple(kernel), tuple(strides), tuple(pads[:k]), tuple(dil), ceil, len(n.outputs) > 1,
-                           k, "MaxPool")
+        pool = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}.get(k)
+        if pool is None:
+            n.fail("expected a 1-D, 2-D or 3-D MaxPool with indices, found %d spatial dims" % k)
+        out = pool(x, tuple(kernel), tuple(strides), tuple(pads[:k]), tuple(dil), ceil, len(n.outputs) > 1)
         if len(n.outputs) > 1:
             values, idx = out
             if n.attr("storage_order", 0):  # column-major indices within each plane
@@ -244,8 +245,7 @@ def average_pool(n, x):
     dil = n.attr("dilations", [1] * k)
     pads = auto_pads(n, x.shape[2:], kernel, strides, dil)
     if _native_ok(x, kernel, pads[:k], pads[k:], dil, n) and dil == [1] * k:
-        return _F._avg_pool(x, tuple(kernel), tuple(strides), tuple(pads[:k]), bool(n.attr("ceil_mode", 0)),
-                            include, None, k, "AveragePool")
+        return F.avg_pool2d(x, tuple(kernel), tuple(strides), tuple(pads[:k]), bool(n.attr("ceil_mode", 0)), include)
     total, plan = _pool_sum(x, n, kernel, lambda w: w)
     return total / _counts(x, plan, kernel, include)
 
