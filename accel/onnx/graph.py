@@ -54,10 +54,12 @@ class Node:
 
 
 class Step:
-    __slots__ = ("fn", "node", "inputs", "outputs")
+    __slots__ = ("fn", "node", "inputs", "outputs", "static")
 
     def __init__(self, fn, node, inputs, outputs):
         self.fn, self.node, self.inputs, self.outputs = fn, node, inputs, outputs
+        found = ops.lookup(node.domain, node.op_type, node.opset)
+        self.static = found[2] if found else ()  # input slots read as numbers: they stay on the host
 
 
 def topo_order(nodes, known, where):
@@ -293,13 +295,37 @@ def _run(n, fn, args):
     return out if isinstance(out, (tuple, list)) else (out,)
 
 
+_HOST = []
+
+
+def host():
+    """The pure Cpu that shape arithmetic runs on: a Reshape target computed from a Shape is read
+    on the host, never from the model's device (no GPU round trip, nothing an export trace sees)."""
+    if not _HOST:
+        import ember
+        _HOST.append(ember.Cpu(kernels="python"))
+    return _HOST[0]
+
+
 def run_plan(steps, env, device):
-    """Run ``steps`` on ``env`` (name -> tensor) on ``device``, adding each output; returns env."""
+    """Run ``steps`` on ``env`` (name -> tensor) on ``device``, adding each output; returns env.
+    A step whose inputs are all on the host (shapes, small int constants) runs there; a host
+    value that meets the device's tensors moves to the device."""
+    h = host()
     for s in steps:
-        s.node.device = device  # what the ops that create tensors (Shape, Range, ...) create them on
+        args = [env[i] if i else None for i in s.inputs]
+        present = [a for a in args if a is not None and hasattr(a, "device")]
+        if s.node.op_type in ("Shape", "Size") or (present and all(a.device == h for a in present)):
+            s.node.device = h
+        else:
+            s.node.device = device  # what the ops that create tensors (Range, ConstantOfShape, ...) create them on
+            if device != h:
+                args = [a.to(device) if a is not None and k not in s.static and hasattr(a, "device") and a.device == h
+                        else a for k, a in enumerate(args)]
         if s.node.graphs:
             s.node.scope = env  # a Loop body reads names of the scope around it
-        outs = _run(s.node, s.fn, [env[i] if i else None for i in s.inputs])
+            s.node.device = device
+        outs = _run(s.node, s.fn, args)
         for name, v in zip(s.outputs, outs):
             if name:
                 env[name] = v

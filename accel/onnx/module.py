@@ -76,9 +76,13 @@ class OnnxModule(Module):
         key = device.key() if hasattr(device, "key") else id(device)
         got = self._moved.get(key)
         if got is None:
+            from .graph import host
+            h = host()
             got = {}
             for k, v in self._consts.items():
-                got[k] = v if v.device == device else v.to(device)
+                # small int constants (shapes, axes, indices) live on the host beside the shape arithmetic
+                target = h if v.dtype.kind in "ib" and v.numel() <= 4096 else device
+                got[k] = v if v.device == target else v.to(target)
             self._moved[key] = got
         return got
 
