@@ -193,6 +193,13 @@ bench: $(VENV)
 	  $(PY) "$$f"; \
 	done
 
+# ONNX coverage: every official node test of the installed onnx run by ember (NumPy), per operator,
+# ending with one JSON line (operators_passing, node_tests_passing). ONNX_COVERAGE_ARGS=--failures
+# lists each failing test and why; --device cpu runs them on the pure Cpu.
+.PHONY: onnx-coverage
+onnx-coverage: $(VENV)
+	$(PY) tools/onnx_coverage.py $(ONNX_COVERAGE_ARGS)
+
 # Issue 16: the real-model ONNX fixtures (torch.onnx.export into tests/.cache/onnx, made once) and
 # ember beside onnxruntime on ResNet-18 and the encoder at batch 1
 .PHONY: onnx-fixtures bench-onnx

@@ -9,9 +9,9 @@ import sys
 
 from ember.errors import EmberError
 
-from . import bench, convert, deploy, info, inspect, train
+from . import bench, convert, deploy, import_onnx, info, inspect, train
 
-COMMANDS = (info, train, inspect, convert, deploy, bench)
+COMMANDS = (info, train, inspect, convert, import_onnx, deploy, bench)
 
 
 def parser():

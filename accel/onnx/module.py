@@ -1,0 +1,103 @@
+"""``OnnxModule``: an imported ONNX graph as an ember ``Module``.
+
+Float initializers become parameters (fine-tunable; ``state_dict`` keys are the initializer names,
+each dotted part made an identifier, so ``layer1.0.conv1.weight`` stays ``layer1.0.conv1.weight``);
+integer initializers and folded values are constants of the plan.
+"""
+import re
+
+from ember.nn import Module, Param
+
+from .graph import run_plan
+
+_BAD = re.compile(r"[^0-9A-Za-z_]")
+
+
+def sanitize(name):
+    """An initializer name as a dotted path of identifiers (empty parts become ``_``)."""
+    parts = [_BAD.sub("_", p) or "_" for p in name.split(".")]
+    return ".".join(parts)
+
+
+class _Scope(Module):
+    """A plain container for the parameters under one dotted prefix."""
+
+
+class OnnxModule(Module):
+    """Runs an ONNX graph with ember ops: ``model(*inputs)`` gives its outputs (one tensor, or a
+    tuple when the graph has several)."""
+
+    def __init__(self, plan, consts, params, inputs, outputs, device):
+        super().__init__()
+        object.__setattr__(self, "_plan", plan)
+        object.__setattr__(self, "_consts", consts)
+        object.__setattr__(self, "_inputs", inputs)
+        object.__setattr__(self, "_outputs", outputs)
+        object.__setattr__(self, "_device", device)
+        object.__setattr__(self, "_moved", {})
+        where = []
+        used = set()
+        for onnx_name, t in params:
+            path = sanitize(onnx_name)
+            if path in used or not self._place(path, t):
+                path = _BAD.sub("_", onnx_name) + "_%d" % len(used)
+                self._place(path, t)
+            used.add(path)
+            where.append((onnx_name, path))
+        object.__setattr__(self, "_param_paths", where)
+
+    def _place(self, path, t):
+        parts = path.split(".")
+        m = self
+        for p in parts[:-1]:
+            child = m.__dict__.get(p)
+            if child is None:
+                if p in m._params:
+                    return False
+                child = _Scope()
+                setattr(m, p, child)
+            elif not isinstance(child, Module):
+                return False
+            m = child
+        if parts[-1] in m._params or parts[-1] in m.__dict__:
+            return False
+        setattr(m, parts[-1], Param(t))
+        return True
+
+    @property
+    def input_names(self):
+        return list(self._inputs)
+
+    @property
+    def output_names(self):
+        return list(self._outputs)
+
+    def _constants(self, device):
+        key = device.key() if hasattr(device, "key") else id(device)
+        got = self._moved.get(key)
+        if got is None:
+            from .graph import host
+            h = host()
+            got = {}
+            for k, v in self._consts.items():
+                # small int constants (shapes, axes, indices) live on the host beside the shape arithmetic
+                target = h if v.dtype.kind in "ib" and v.numel() <= 4096 else device
+                got[k] = v if v.device == target else v.to(target)
+            self._moved[key] = got
+        return got
+
+    def forward(self, *inputs):
+        from ember.errors import ArgumentError
+        if len(inputs) != len(self._inputs):
+            raise ArgumentError("onnx model: expected %d input(s) (%s), found %d"
+                                % (len(self._inputs), ", ".join(self._inputs), len(inputs)))
+        params = dict(self.named_parameters())
+        device = inputs[0].device if inputs else (next(iter(params.values())).value.device if params else self._device)
+        env = dict(self._constants(device))
+        for onnx_name, path in self._param_paths:
+            env[onnx_name] = params[path].value
+        for name, x in zip(self._inputs, inputs):
+            env[name] = x
+        run_plan(self._plan, env, device)
+        outs = tuple(env[o] for o in self._outputs)
+        return outs[0] if len(outs) == 1 else outs
