@@ -8,10 +8,14 @@ Opsets 7 to the newest the installed ``onnx`` knows (``pip install ember[onnx]``
 used only while loading). Shape arithmetic folds at load; an unsupported op or attribute stops the
 load with one ``ArgumentError`` listing every such node; a malformed or hostile file is a
 ``RecordError``. ``load_plan`` gives the compiled graph that code generation (``codegen``) prints.
+``export(module, example_input, path)`` writes an ember module as an ONNX file (``writer.py``: the
+op stream of one forward, traced).
 """
 from ember.errors import ArgumentError
 
-__all__ = ["load", "load_plan", "supported_operators"]
+from .writer import export
+
+__all__ = ["export", "load", "load_plan", "supported_operators"]
 
 MIN_OPSET = 1  # tested from 7 (the issue's range); older files load where their ops still mean the same
 

@@ -1,4 +1,4 @@
-"""ember.accel.onnx.export: ember modules traced into ONNX files that onnx.checker accepts and
+"""ember.accel.onnx.export (accel/onnx/writer.py): ember modules traced into ONNX files that onnx.checker accepts and
 onnxruntime runs to ember's outputs (within 1e-4), at the example's batch size and another one."""
 import numpy as np
 import pytest
@@ -11,7 +11,7 @@ from ember.errors import ArgumentError, ArgumentTypeError
 onnx = pytest.importorskip("onnx", reason="ONNX export tests need the onnx package (pip install ember[dev])")
 ort = pytest.importorskip("onnxruntime", reason="ONNX export tests need onnxruntime (pip install ember[dev])")
 
-from ember.accel.onnx.export import export  # noqa: E402
+from ember.accel.onnx import export  # noqa: E402
 
 
 class Ops(nn.Module):

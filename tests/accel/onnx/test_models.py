@@ -19,7 +19,7 @@ ort = pytest.importorskip("onnxruntime", reason="the ONNX model tests need onnxr
 torch = pytest.importorskip("torch", reason="the ONNX fixtures are made with torch==2.13.0 (pip install ember[dev])")
 
 from ember.accel import from_numpy  # noqa: E402
-from ember.accel.onnx.export import export  # noqa: E402
+from ember.accel.onnx import export  # noqa: E402
 
 _TOOL = os.path.join(os.path.dirname(__file__), "..", "..", "..", "tools", "onnx_fixtures.py")
 _spec = importlib.util.spec_from_file_location("onnx_fixtures", _TOOL)
