@@ -146,7 +146,7 @@ class Checkpoint:
     def __init__(self, path, f, kind, obj, entries, extras):
         self.path, self._f, self.format, self.obj = path, f, kind, obj
         self.entries = entries
-        self.extras = extras  # dotted name -> a plain value beside the tensors (epoch, config...)
+        self.extras = extras  # dotted name -> a plain value beside the tensors in the selected part
         self.metadata = {"format": "pytorch " + kind}
         self._by_name = {}
         for e in entries:
@@ -354,8 +354,7 @@ def open_checkpoint(path, key=None, rules=None, strip_prefix="module."):
         finally:
             if kind == "legacy":
                 box.close()
-        obj = _select(obj, key, where)
-        found, extras = _flatten(obj, where)
+        found, extras = _flatten(_select(obj, key, where), where)
         for name, ref in found:  # a stride-0 view could claim far more bytes than the file holds
             if ref.numel * unpickle.ITEMSIZE[ref.torch_dtype] > size:
                 raise RecordError("%s: tensor %r of size %s would take %d bytes, more than the file's %d"
