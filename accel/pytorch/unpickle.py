@@ -401,8 +401,8 @@ class Unpickler:
                 args = stack.pop()
                 cls = stack.pop()
                 if type(cls) is not Global or cls.fn is not _ordered_dict or args != ():
-                    raise self.error(at, "NEWOBJ of %s is not allowed (only collections.OrderedDict)"
-                                     % _what(cls))
+                    raise self.error(at, "NEWOBJ is allowed only as collections.OrderedDict with no "
+                                         "arguments, found %s with %s" % (_what(cls), _what(args)))
                 stack.append(OrderedDict())
             elif op == b"b":  # BUILD
                 if len(stack) < 2:
