@@ -13,6 +13,10 @@ def to_ember(value, name="tensor", op="to_ember"):
     not array-like is an ``ArgumentTypeError`` naming ``name``."""
     if type(value) is Tensor:
         return value
+    if type(value) not in (list, tuple) and not (hasattr(value, "__dlpack__") or hasattr(value, "__array__")) \
+            and hasattr(value, "tolist") and hasattr(value, "shape"):  # another array type: its values
+        import ember
+        return ember.tensor(value.tolist()).reshape(tuple(value.shape))
     if not (hasattr(value, "__dlpack__") or hasattr(value, "__array__")) or type(value) in (list, tuple):
         raise ArgumentTypeError("%s: expected a Tensor for %r (or a numpy array, a PyTorch tensor), found %s"
                                 % (op, name, type(value).__name__))
