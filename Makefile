@@ -169,3 +169,9 @@ wheels: $(VENV)
 clean:
 	rm -rf $(VENV) node_modules build dist *.egg-info core_pure/_ckernels*
 	find . -name __pycache__ -type d -prune -not -path './.git/*' -exec rm -rf {} +
+
+# PyTorch checkpoint loading beside torch.load(weights_only=True): a 500 MB file, one JSON line per format
+.PHONY: bench-pt-load
+bench-pt-load: $(VENV)
+	$(PY) bench/pt_load.py --size-mb 500 --repeats 3
+	$(PY) bench/pt_load.py --size-mb 500 --repeats 3 --legacy

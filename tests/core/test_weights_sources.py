@@ -3,7 +3,6 @@ every port: the format is told by the file's first bytes (a PyTorch checkpoint i
 safetensors), and a foreign array is converted through its ``tolist()`` and ``shape``."""
 import os
 
-import ember
 from ember import EmberError, RecordError
 from ember.nn.linear import Linear
 from harness.check import assert_equal, assert_true
