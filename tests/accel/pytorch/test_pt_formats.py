@@ -17,7 +17,7 @@ from ember.accel.cli import convert, formats
 from ember.errors import ArgumentError, ArgumentTypeError
 from ember.nn.linear import Linear
 
-torch = pytest.importorskip("torch")
+import torch  # noqa: E402  the dev extra has it: the fixtures are made by torch.save
 
 FORMATS = pytest.mark.parametrize("legacy", [False, True], ids=["zip", "legacy"])
 
@@ -47,12 +47,16 @@ def test_every_dtype_torch_stores(tmp_path, legacy):
         ("u16", (base.abs() * 50).to(torch.int32).to(torch.uint16)),
         ("u32", (base.abs() * 1e6).to(torch.int64).to(torch.uint32)),
         ("scalar", torch.tensor(2.5)), ("empty", torch.zeros(0, 3)),
+        ("param", torch.nn.Parameter(base.clone())),  # _rebuild_parameter
     ])
+    noted = base.clone()
+    noted.note = "a Python attribute"  # saved through torch._tensor._rebuild_from_type_v2
+    tensors["noted"] = noted
     path = save(tensors, tmp_path / "d.pt", legacy)
-    want = {"f32": ember.float32, "f64": ember.float64, "f16": ember.float16, "bf16": ember.bfloat16,
+    want = {"noted": ember.float32, "f32": ember.float32, "f64": ember.float64, "f16": ember.float16, "bf16": ember.bfloat16,
             "i64": ember.int64, "i32": ember.int32, "i16": ember.int32, "i8": ember.int8, "u8": ember.uint8,
             "bool": ember.bool_, "u16": ember.int32, "u32": ember.int64, "scalar": ember.float32,
-            "empty": ember.float32}
+            "empty": ember.float32, "param": ember.float32}
     got = pytorch.load(path)
     assert list(got) == list(tensors)
     for name, t in tensors.items():
