@@ -31,10 +31,10 @@ def to_ember(value, name="tensor", op="to_ember"):
             a = a.astype(_WIDEN[a.dtype.name])
         return from_numpy(a)
     if str(getattr(value, "dtype", "")).replace("torch.", "") in _WIDEN:
-        value = value.to(dtype=sys_torch().int32 if str(value.dtype) != "torch.uint32" else sys_torch().int64)
+        value = value.to(dtype=_torch().int32 if str(value.dtype) != "torch.uint32" else _torch().int64)
     return from_dlpack(value)
 
 
-def sys_torch():
+def _torch():
     import sys
     return sys.modules["torch"]  # a torch tensor was passed in: torch is imported already
