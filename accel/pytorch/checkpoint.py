@@ -58,9 +58,11 @@ class TensorRef:
 
     @property
     def shape(self):
+        """The tensor's size (a tuple)."""
         return self.size
 
     def contiguous(self):
+        """Whether the elements lie row-major without gaps (read as one span)."""
         want = 1
         for d, s in zip(reversed(self.size), reversed(self.stride)):
             if d != 1 and s != want:
@@ -128,6 +130,7 @@ class Entry:
         self.name, self.ref, self.dtype, self.shape = name, ref, ref.dtype, ref.size
 
     def numel(self):
+        """The number of elements."""
         return self.ref.numel
 
     def __repr__(self):
@@ -153,6 +156,7 @@ class Checkpoint:
             self._by_name[e.name] = e
 
     def names(self):
+        """The tensor names, in the checkpoint's order."""
         return [e.name for e in self.entries]
 
     def __contains__(self, name):
@@ -162,6 +166,7 @@ class Checkpoint:
         return len(self.entries)
 
     def entry(self, name):
+        """The ``Entry`` of ``name``; a missing name is a ``RecordError`` listing some that exist."""
         e = self._by_name.get(name)
         if e is None:
             raise RecordError("pytorch.read: %s: no tensor named %r (the checkpoint holds %d: %s)"
@@ -189,6 +194,7 @@ class Checkpoint:
         return out
 
     def close(self):
+        """Close the file (``with`` does it); closing twice is fine."""
         f, self._f = self._f, None
         if f is not None:
             f.close()

@@ -568,7 +568,8 @@ class Module:
     def load(self, path, strict=True):
         """Load parameters and buffers saved by ``save`` (or any safetensors file with PyTorch's
         names; on CPython also a ``torch.save`` checkpoint, ``.pt``/``.pth``/``.bin``, told apart by
-        its first bytes and read by ``ember.accel.pytorch``, or an open reader of either). Strict: any missing, unexpected or mismatched (shape or dtype kind) name raises a
+        its first bytes and read by ``ember.accel.pytorch``; or an open reader of either, left open).
+        Strict: any missing, unexpected or mismatched (shape or dtype kind) name raises a
         ``RecordError`` listing them all, before anything changes. Not strict: loads what fits
         and returns a ``LoadReport``. Float tensors are cast to the module's dtypes."""
         with _open_weights(path) as reader:
@@ -697,12 +698,25 @@ def _foreign(name, value, op):
     return tensor(value.tolist()).reshape(tuple(value.shape))
 
 
+class _Borrowed:
+    """A reader the caller opened, used in a ``with`` that must not close it."""
+
+    def __init__(self, reader):
+        self.reader = reader
+
+    def __enter__(self):
+        return self.reader
+
+    def __exit__(self, *exc):
+        return False
+
+
 def _open_weights(path):
     """A reader of the weights at ``path`` by its first bytes: a zip or pickle is a PyTorch
     checkpoint (``ember.accel.pytorch``, CPython only), anything else a safetensors record. An
-    object with ``entries`` and ``read`` is already a reader."""
-    if hasattr(path, "entries") and hasattr(path, "read") and hasattr(path, "__enter__"):
-        return path
+    object with ``entries`` and ``read`` is already a reader: the caller's, not closed here."""
+    if hasattr(path, "entries") and hasattr(path, "read"):
+        return _Borrowed(path)
     from .. import record
     from ..record.reader import fspath
     p = fspath(path, "Module.load")

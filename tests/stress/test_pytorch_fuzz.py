@@ -53,6 +53,8 @@ def _bases(folder):
 def _mutate_pickle(rng, p):
     p = bytearray(p)
     for _ in range(rng.choice([1, 1, 1, 2, 3, 8])):
+        if not p:
+            p = bytearray(b"\x80")
         what = rng.randrange(7)
         i = rng.randrange(len(p))
         if what == 0:
@@ -70,8 +72,6 @@ def _mutate_pickle(rng, p):
             p[i + 1] = rng.choice([0, 1, 2, 3, 5, 7, 9, 255])
         else:
             del p[i:]
-            if not p:
-                p = bytearray(b"\x80")
     return bytes(p)
 
 

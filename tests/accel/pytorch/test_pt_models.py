@@ -139,6 +139,7 @@ def test_resnet18_checkpoint_in_a_training_wrapper(tmp_path):
         assert ck.extras == {} and ck.obj["epoch"] == 12  # the wrapper was followed down to the tensors
         assert ck.format == "zip" and len(ck.entries) == len(theirs.state_dict())
         assert mine.load(ck).ok
+        assert ck.read("fc.bias").tolist() == theirs.fc.bias.tolist()  # the caller's reader stays open
     mine.eval()
     x = ember.randn(1, 3, 32, 32, generator=ember.Generator(11))
     with torch.no_grad():
