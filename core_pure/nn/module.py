@@ -733,7 +733,19 @@ def _open_weights(path):
                               "ember.accel on CPython (%s); `ember convert` turns it into safetensors"
                               % (p, "zip" if head[:1] == b"P" else "pickle", e))
         return open_checkpoint(p)
-    return record.open(p)
+    try:
+        return record.open(p)
+    except RecordError as e:
+        raise RecordError("%s (found: %s)" % (e, _sniff(p)))
+
+
+def _sniff(path):
+    """What the file at ``path`` holds, as ``ember convert`` names it (CPython), else "not safetensors"."""
+    try:
+        from ember.accel.cli.formats import sniff
+    except ImportError:
+        return "not a safetensors record"
+    return sniff(path)
 
 
 def _fits(tensor, shape, dtype):

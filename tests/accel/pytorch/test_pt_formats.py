@@ -146,6 +146,8 @@ def test_wrong_formats_say_what_they_found(tmp_path):
     assert formats.sniff(str(tmp_path / "p.bin")) == formats.PICKLE
     with pytest.raises(RecordError, match="not a PyTorch legacy checkpoint"):
         pytorch.open(str(tmp_path / "p.bin"))
+    with pytest.raises(RecordError, match=r"header length .* \(found: numpy .npy array\)"):
+        Linear(3, 2).load(str(npy))  # neither a checkpoint nor a record: Module.load names what it is
     st = tmp_path / "m.safetensors"
     Linear(3, 2).save(str(st))
     assert Linear(3, 2).load(str(st)).ok  # content decides: a safetensors file still loads as before
