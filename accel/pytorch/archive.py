@@ -134,6 +134,10 @@ class ZipCheckpoint:
         if len(head) != 30 or head[:4] != b"PK\x03\x04":
             raise err("member %s has no local header at byte %d" % (info.filename, info.header_offset))
         n, m = struct.unpack("<HH", head[26:30])
+        name = self._f.read(n)
+        want = info.orig_filename.encode("utf-8" if info.flag_bits & 0x800 else "cp437", "replace")
+        if name != want:  # zipfile checks this too when it opens a member: a damaged or forged header
+            raise err("member %s's local header names %r" % (info.filename, name[:100]))
         start = info.header_offset + 30 + n + m
         if start + info.file_size > self._size or info.compress_size != info.file_size:
             raise err("member %s's %d bytes at %d run past the end of the file (%d bytes)"

@@ -32,8 +32,8 @@ SNIPPETS = [b"cposix\nsystem\n", b"cbuiltins\neval\n", b"(", b"t", b"R", b"b", b
 
 def _bases(folder):
     """(kind, file bytes) of a few valid checkpoints: dtypes, views, shared storages, both formats."""
-    g = torch.Generator().manual_seed(1)
-    x = torch.randn(4, 6, generator=g)
+    torch.manual_seed(1)  # the Linear's initial weights too: a seed and an input number replay a failure
+    x = torch.randn(4, 6)
     objs = [
         {"w": x, "b": x[0], "t": x.t()},
         {"model": {"a": x.half(), "c": (x * 9).to(torch.int8), "m": x > 0, "u": (x.abs() * 9).to(torch.uint16)}},
@@ -76,10 +76,15 @@ def _mutate_pickle(rng, p):
 
 
 def _rezip(members):
+    """A zip of ``members`` laid out as torch.save lays it: each member's data 64-byte aligned
+    (torch's own reader misreads unaligned storages, and it is the oracle here)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         for name, data in members:
-            z.writestr(name, data)
+            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+            pad = -(buf.tell() + 30 + len(name.encode()) + 4) % 64
+            info.extra = struct.pack("<HH", 0x4246, pad) + b"Z" * pad  # the padding field torch writes
+            z.writestr(info, data)
     return buf.getvalue()
 
 
@@ -119,7 +124,22 @@ def _same(a, b):
                                     for x, y in zip(a, b))
 
 
-def _check_against_torch(out, label, path, got):
+def _truth(bases):
+    """Each base file's tensors as torch reads them: name -> flat values (what an undamaged read gives)."""
+    truth = {}
+    for _, body in bases:
+        try:
+            ref = torch.load(io.BytesIO(body), weights_only=True)
+        except AttributeError:  # torch 2.13 cannot read its own legacy file of a uint16 tensor
+            continue
+        if isinstance(ref, dict):
+            for k, v in ref.items():
+                if isinstance(v, torch.Tensor):
+                    truth.setdefault(k, []).append(_values(v))
+    return truth
+
+
+def _check_against_torch(out, label, path, got, truth):
     try:
         ref = torch.load(path, weights_only=True)
     except Exception:  # torch refuses it: nothing to compare
@@ -131,7 +151,9 @@ def _check_against_torch(out, label, path, got):
         out.wrong(label, "names %s, torch reads %s" % (sorted(got)[:5], sorted(names)[:5]))
         return
     for k in names:
-        if k in got and not _same(got[k].reshape(-1).tolist(), _values(ref[k])):
+        mine = got[k].reshape(-1).tolist() if k in got else None
+        # where a damaged local header misleads torch's zip reader, ember's value is the undamaged one
+        if mine is not None and not _same(mine, _values(ref[k])) and not any(_same(mine, v) for v in truth.get(k, ())):
             out.wrong(label, "tensor %s differs from torch's" % k)
 
 
@@ -139,6 +161,7 @@ def test_pytorch_fuzz(tmp_path):
     folder = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else str(tmp_path)
     path = os.path.join(folder, "ember-ptfuzz-%d.pt" % os.getpid())
     bases = _bases(str(tmp_path))
+    truth = _truth(bases)
     with open(path, "wb") as f:
         f.write(bases[0][1])
     pytorch.load(path)  # warm: the first load imports what ember loads lazily, which is no input's doing
@@ -171,7 +194,7 @@ def test_pytorch_fuzz(tmp_path):
                 if took > SLOW:
                     out.wrong(label, "took %.2f s" % took)
                 if got is not None:
-                    _check_against_torch(out, label, path, got)
+                    _check_against_torch(out, label, path, got, truth)
     finally:
         if os.path.exists(path):
             os.remove(path)
