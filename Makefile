@@ -248,3 +248,9 @@ test-docs: $(VENV)
 	@export XDG_RUNTIME_DIR="$${XDG_RUNTIME_DIR:-$$(mktemp -d)}"; \
 	$(PY) -m pytest -q tests/book $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory docs
+
+# PyTorch checkpoint loading beside torch.load(weights_only=True): a 500 MB file, one JSON line per format
+.PHONY: bench-pt-load
+bench-pt-load: $(VENV)
+	$(PY) bench/pt_load.py --size-mb 500 --repeats 3
+	$(PY) bench/pt_load.py --size-mb 500 --repeats 3 --legacy

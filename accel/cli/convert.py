@@ -75,6 +75,7 @@ def _from_npz(src, dst, precision):
 
 register(formats.SAFETENSORS, _from_safetensors)
 register(formats.NUMPY_ZIP, _from_npz)
+from ember.accel.pytorch import convert as _pytorch  # noqa: E402,F401  registers the torch.save formats
 
 
 def convert(src, dst, precision="keep"):

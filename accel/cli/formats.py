@@ -6,6 +6,8 @@ SAFETENSORS = "safetensors"
 NUMPY_ZIP = "numpy .npz archive"
 PYTORCH_ZIP = "PyTorch zip checkpoint (torch.save, torch >= 1.6)"
 PYTORCH_LEGACY = "PyTorch legacy checkpoint (pickle)"
+PICKLE = "Python pickle (not a PyTorch checkpoint)"
+LEGACY_MAGIC = b"\x8a\x0a" + (0x1950a86a20f9469cfc6c).to_bytes(10, "little")  # torch's magic number as a pickle LONG1
 NUMPY_ARRAY = "numpy .npy array"
 GGUF = "GGUF model"
 ONNX = "ONNX model (protobuf)"
@@ -46,7 +48,7 @@ def sniff(path):
     if head.startswith(b"GGUF"):
         return GGUF
     if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
-        return PYTORCH_LEGACY
+        return PYTORCH_LEGACY if head[2:14] == LEGACY_MAGIC else PICKLE
     # ONNX's ModelProto starts with field 1 (ir_version, a varint: byte 0x08) and has no magic number
     if head[:1] == b"\x08" and str(path).endswith(".onnx"):
         return ONNX

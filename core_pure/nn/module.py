@@ -404,9 +404,9 @@ class Module:
             if type(pair) not in (tuple, list) or len(pair) != 2 or type(pair[0]) is not str:
                 raise ArgumentTypeError("%s: expected (name, Tensor) pairs, found %r" % (op, _clip(pair)))
             if type(pair[1]) is not Tensor:
-                raise ArgumentTypeError("%s: expected a Tensor for %r, found %s" % (op, pair[0], type(pair[1]).__name__))
+                pair = (pair[0], _foreign(pair[0], pair[1], op))
             found[pair[0]] = pair[1]
-        report = self._fit([(n, t.shape, t.dtype) for n, t in pairs], op, strict)
+        report = self._fit([(n, found[n].shape, found[n].dtype) for n, _ in pairs], op, strict)
         for names, tensor, set_ in self._tensor_groups():
             t = _first(found, names)
             if t is not None and _fits(tensor, t.shape, t.dtype):
@@ -567,11 +567,12 @@ class Module:
 
     def load(self, path, strict=True):
         """Load parameters and buffers saved by ``save`` (or any safetensors file with PyTorch's
-        names). Strict: any missing, unexpected or mismatched (shape or dtype kind) name raises a
+        names; on CPython also a ``torch.save`` checkpoint, ``.pt``/``.pth``/``.bin``, told apart by
+        its first bytes and read by ``ember.accel.pytorch``; or an open reader of either, left open).
+        Strict: any missing, unexpected or mismatched (shape or dtype kind) name raises a
         ``RecordError`` listing them all, before anything changes. Not strict: loads what fits
         and returns a ``LoadReport``. Float tensors are cast to the module's dtypes."""
-        from .. import record
-        with record.open(path) as reader:
+        with _open_weights(path) as reader:
             entries = reader.entries
             op = "Module.load: %s" % (path,)
             if reader.metadata.get("ember_precision") == "int8" and \
@@ -680,6 +681,71 @@ def _to_device(device):
 
 def _to_dtype(dtype):
     return lambda t: t.to(dtype) if t.dtype.kind == "f" else t
+
+
+def _foreign(name, value, op):
+    """A value of another library (numpy array, PyTorch tensor) as a Tensor: ``ember.accel`` on
+    CPython, else through its ``tolist()`` and ``shape``."""
+    try:
+        from ember.accel.pytorch.foreign import to_ember
+    except ImportError:
+        to_ember = None
+    if to_ember is not None:
+        return to_ember(value, name, op)
+    if type(value) in (list, tuple) or not hasattr(value, "tolist") or not hasattr(value, "shape"):
+        raise ArgumentTypeError("%s: expected a Tensor for %r, found %s" % (op, name, type(value).__name__))
+    from ..creation import tensor
+    return tensor(value.tolist()).reshape(tuple(value.shape))
+
+
+class _Borrowed:
+    """A reader the caller opened, used in a ``with`` that must not close it."""
+
+    def __init__(self, reader):
+        self.reader = reader
+
+    def __enter__(self):
+        return self.reader
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _open_weights(path):
+    """A reader of the weights at ``path`` by its first bytes: a zip or pickle is a PyTorch
+    checkpoint (``ember.accel.pytorch``, CPython only), anything else a safetensors record. An
+    object with ``entries`` and ``read`` is already a reader: the caller's, not closed here."""
+    if hasattr(path, "entries") and hasattr(path, "read"):
+        return _Borrowed(path)
+    from .. import record
+    from ..record.reader import fspath
+    p = fspath(path, "Module.load")
+    with open(p, "rb") as f:
+        head = f.read(9)
+    # a legacy checkpoint opens with a pickle (0x80, protocol 2-5); a safetensors file with its
+    # 8-byte header length, then "{"
+    if head[:4] == b"PK\x03\x04" or (head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05")
+                                     and head[8:9] != b"{"):
+        try:
+            from ember.accel.pytorch import open as open_checkpoint
+        except ImportError as e:
+            raise RecordError("Module.load: %s: found a PyTorch checkpoint (%s); reading one needs "
+                              "ember.accel on CPython (%s); `ember convert` turns it into safetensors"
+                              % (p, "zip" if head[:1] == b"P" else "pickle", e))
+        return open_checkpoint(p)
+    try:
+        return record.open(p)
+    except RecordError as e:
+        raise RecordError("%s (found: %s)" % (e, _sniff(p)))
+
+
+def _sniff(path):
+    """What the file at ``path`` holds, as ``ember convert`` names it (CPython), else "not safetensors"."""
+    try:
+        from ember.accel.cli.formats import sniff
+    except ImportError:
+        return "not a safetensors record"
+    return sniff(path)
 
 
 def _fits(tensor, shape, dtype):
