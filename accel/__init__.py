@@ -14,6 +14,8 @@ each name below loads its layer (and that layer's dependency) on first use.
 - ``Wgpu``: the GPU device through wgpu (``ember.accel.wgpu``; needs ``ember[gpu]``, docs/gpu.md).
 - ``Candle``: the device over Hugging Face Candle (``ember.accel.candle``; needs ``ember[candle]``,
   docs/candle.md).
+- ``onnx``, ``pytorch``, ``distributed``: ONNX import and export, PyTorch checkpoints without torch,
+  data-parallel training on MPI, as ``ember.accel.onnx.load(...)`` without an import of their own.
 """
 
 _LAZY = {
@@ -31,15 +33,20 @@ _LAZY = {
 }
 
 
+_PACKAGES = ("onnx", "pytorch", "distributed")  # reachable as ember.accel.<name> once asked for
+
+
 def __getattr__(name):
+    import importlib
+    if name in _PACKAGES:
+        return importlib.import_module("ember.accel." + name)  # the import binds it here for next time
     layer = _LAZY.get(name)
     if layer is None:
         raise AttributeError("module 'ember.accel' has no attribute %r" % (name,))
-    import importlib
     value = getattr(importlib.import_module("ember.accel." + layer), name)
     globals()[name] = value  # later lookups skip this function
     return value
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_PACKAGES))

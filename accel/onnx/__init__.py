@@ -35,6 +35,12 @@ class Plan:
 
 
 def load_plan(path_or_bytes, device=None):
+    """The checked, folded graph of an ONNX model (a ``Plan``: steps, constants, parameters, inputs,
+    outputs), what ``load`` wraps in a Module and ``ember import-onnx`` prints as Python.
+
+    >>> plan = onnx.load_plan("lenet.onnx")
+    >>> [name for name, _ in plan.params][:2]
+    """
     import onnx as _onnx
     import ember
     from . import ops

@@ -38,6 +38,10 @@ NAMESPACES = [
     "ember.accel.train.metrics",
     "ember.accel.data",
     "ember.accel.deploy",
+    "ember.accel.onnx",
+    "ember.accel.pytorch",
+    "ember.accel.distributed",
+    "ember.accel.candle",
 ]
 
 OPTIONAL = ("ember.accel.wgpu",)  # namespaces whose third-party module may be missing here
