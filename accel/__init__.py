@@ -11,6 +11,9 @@ each name below loads its layer (and that layer's dependency) on first use.
   PyTorch tensors and other DLPack exporters, sharing memory where they can (docs/interop.md).
 - ``Fusion``: kernel fusion as a backend decorator (``ember.accel.fusion``, docs/fusion.md).
 - ``compile(step)``: step capture, a step recorded once and replayed (``ember.accel.capture``).
+- ``Torch``, ``from_torch``, ``to_torch``: the device over torch tensors (CPU, CUDA, MPS) and
+  zero-copy exchange with them (``ember.accel.torch``; needs ``ember[torch]``).
+- ``autocast(dtype)``: mixed-precision training on any device (``ember.accel.amp``).
 - ``Wgpu``: the GPU device through wgpu (``ember.accel.wgpu``; needs ``ember[gpu]``, docs/gpu.md).
 """
 
@@ -22,6 +25,9 @@ _LAZY = {
     "from_numpy": "numpy",
     "from_dlpack": "numpy",
     "Wgpu": "wgpu",
+    "Torch": "torch",
+    "from_torch": "torch",
+    "to_torch": "torch",
     "Fusion": "fusion",
     "compile": "capture",
     "CaptureWarning": "capture",

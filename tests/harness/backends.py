@@ -40,6 +40,16 @@ def _wgpu():
     return Wgpu()  # RuntimeError when no adapter is found
 
 
+def _torch():
+    # CPython with torch: Torch("cpu") here and in CI (the GPU machine runs Torch("cuda") by hand)
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise ImportError("torch is not installed (pip install ember[torch])")
+    from ember.accel.torch import Torch
+    return Torch("cpu")
+
+
 def _autodiff(factory):
     # Autodiff over another backend: the whole suite runs through the decorator, recording nothing
     # (no tensor requires grad), so every primitive's shape, dtype and value must pass through unchanged
@@ -73,6 +83,8 @@ if sys.implementation.name != "micropython":  # ember.accel is CPython only: not
         ("fusion-cpu", _fusion(_cpu)),
         ("fusion-cpu-c", _fusion(_cpu_c)),
         ("fusion-wgpu", _fusion(_wgpu)),
+        ("torch", _torch),
+        ("autodiff-torch", _autodiff(_torch)),
     ]
 
 _cache = {}

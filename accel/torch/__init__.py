@@ -1,0 +1,12 @@
+"""ember.accel.torch: the Torch device and zero-copy exchange with torch tensors.
+
+    >>> from ember.accel import Torch, from_torch, to_torch
+    >>> x = ember.zeros(3, device=Torch("cuda"))
+
+Needs torch (``pip install ember[torch]``). ``import ember`` and ``import ember.accel`` never import
+torch; importing this package does. docs/interop.md says what is shared and what copied.
+"""
+from .device import Torch
+from .interop import from_torch, to_torch
+
+__all__ = ["Torch", "from_torch", "to_torch"]

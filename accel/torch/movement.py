@@ -1,0 +1,110 @@
+"""Movement and indexing primitives of the Torch device.
+
+``reshape``, ``permute``, ``expand`` and positive-step ``slice`` are torch views (device.py binds
+torch's own methods). torch has no negative-step view, so a negative step flips that dim (a copy).
+``slice_assign`` and ``scatter`` always return a new tensor: the input may be shared by other
+ember tensors (value semantics).
+"""
+import torch
+
+from ember.errors import IndexOutOfRange
+
+from .arrays import F64, round_float
+
+
+def slice_(x, ranges):
+    """The primitive ``slice``: a view of the region ``ranges``, a flipped copy for negative steps."""
+    index = []
+    for d, (start, stop, step) in enumerate(ranges):
+        if step < 0:
+            n = x.shape[d]
+            count = len(range(start, stop, step))
+            x = x.flip(d)
+            start = n - 1 - start
+            step = -step
+            stop = start + count * step
+        index.append(slice(start, stop, step))
+    return x[tuple(index)]
+
+
+def slice_assign(x, ranges, value):
+    """The primitive ``slice_assign``: a new tensor, ``x`` with the region ``ranges`` replaced by ``value``."""
+    out = x.clone()
+    index = []
+    flips = []
+    for d, (start, stop, step) in enumerate(ranges):
+        if step < 0:
+            count = len(range(start, stop, step))
+            last = start + (count - 1) * step
+            index.append(slice(last, start + 1, -step))
+            flips.append(d)
+        else:
+            index.append(slice(start, stop, step))
+    out[tuple(index)] = value.flip(flips) if flips else value
+    return out
+
+
+def cat(arrays, dim):
+    """The primitive ``cat``: ``torch.cat`` along ``dim``."""
+    return torch.cat(arrays, dim)
+
+
+def check_index(index, n, dim, op):
+    """Raise ``IndexOutOfRange`` naming the first index outside ``0 <= i < n`` (a sync point)."""
+    if index.numel():
+        bad = (index < 0) | (index >= n)
+        if bool(bad.any()):
+            first = int(index.reshape(-1)[bad.reshape(-1)][0])
+            raise IndexOutOfRange("%s: index %d is out of range for dim %d of size %d" % (op, first, dim, n))
+
+
+def gather(x, dim, index):
+    """``out[i][j] = x[i][index[i][j]]`` (for dim 1): ``index`` may be smaller than ``x`` in every dim."""
+    check_index(index, x.shape[dim], dim, "gather")
+    return torch.gather(x, dim, index)
+
+
+def _targets(x, dim, index):
+    """The flat position in ``x`` that each element of ``index`` writes."""
+    nd = index.dim()
+    pos = torch.zeros(index.shape, dtype=torch.int64, device=index.device)
+    stride = 1
+    for d in range(nd - 1, -1, -1):
+        m = index.shape[d]
+        if d == dim:
+            coord = index
+        else:
+            coord = torch.arange(m, device=index.device).reshape([m if k == d else 1 for k in range(nd)])
+        pos = pos + coord * stride
+        stride *= x.shape[d]
+    return pos.reshape(-1)
+
+
+def scatter(x, dim, index, src, mode):
+    """A copy of ``x`` with ``src``'s leading block written (``set``) or added (``add``) at ``index``
+    along ``dim``; repeated positions: the last write wins (torch leaves that order undefined, so
+    the winner is chosen explicitly), additions accumulate (floats in float64, rounded once)."""
+    check_index(index, x.shape[dim], dim, "scatter")
+    if src.shape != index.shape:
+        src = src[tuple([slice(0, m) for m in index.shape])]
+    pos = _targets(x, dim, index)
+    vals = src.reshape(-1)
+    if mode == "set":
+        order = torch.arange(pos.numel(), device=pos.device)
+        winner = torch.full((x.numel(),), -1, dtype=torch.int64, device=pos.device)
+        winner.scatter_reduce_(0, pos, order, "amax")
+        keep = winner[pos] == order
+        out = x.reshape(-1).clone()
+        out[pos[keep]] = vals[keep]
+        return out.reshape(x.shape)
+    if x.is_floating_point():
+        acc = x.to(F64).reshape(-1).clone()
+        acc.index_add_(0, pos, vals.to(F64))
+        return round_float(acc, x.dtype).reshape(x.shape)
+    out = x.reshape(-1).clone()
+    if x.dtype is torch.bool:
+        hit = torch.zeros(x.numel(), dtype=torch.int64, device=x.device)
+        hit.index_add_(0, pos, vals.to(torch.int64))
+        return (out | (hit != 0)).reshape(x.shape)
+    out.index_add_(0, pos, vals)  # integers wrap
+    return out.reshape(x.shape)
