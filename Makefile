@@ -35,7 +35,7 @@ VENV_STAMP := $(VENV)/.installed
 MICROPYTHON_NPM := @micropython/micropython-webassembly-pyscript@1.27.0
 NODE_STAMP := node_modules/.installed-micropython-1.27.0
 
-EMBER_REQUIRE_BACKENDS ?= cpu,cpu-c,numpy,wgpu,autodiff-cpu,autodiff-cpu-c,fusion-cpu,fusion-cpu-c,fusion-wgpu
+EMBER_REQUIRE_BACKENDS ?= cpu,cpu-c,numpy,wgpu,autodiff-cpu,autodiff-cpu-c,fusion-cpu,fusion-cpu-c,fusion-wgpu,torch,autodiff-torch
 MPY_REQUIRE_BACKENDS ?= cpu
 MPY_PORTS ?= wasm unix
 PYTEST_ARGS ?=

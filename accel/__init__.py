@@ -13,7 +13,7 @@ each name below loads its layer (and that layer's dependency) on first use.
 - ``compile(step)``: step capture, a step recorded once and replayed (``ember.accel.capture``).
 - ``Torch``, ``from_torch``, ``to_torch``: the device over torch tensors (CPU, CUDA, MPS) and
   zero-copy exchange with them (``ember.accel.torch``; needs ``ember[torch]``).
-- ``autocast(dtype)``: mixed-precision training on any device (``ember.accel.amp``).
+- ``autocast(dtype)``, ``GradScaler``: mixed-precision training on any device (``ember.accel.amp``).
 - ``Wgpu``: the GPU device through wgpu (``ember.accel.wgpu``; needs ``ember[gpu]``, docs/gpu.md).
 """
 
@@ -28,6 +28,8 @@ _LAZY = {
     "Torch": "torch",
     "from_torch": "torch",
     "to_torch": "torch",
+    "autocast": "amp",
+    "GradScaler": "amp",
     "Fusion": "fusion",
     "compile": "capture",
     "CaptureWarning": "capture",

@@ -43,7 +43,23 @@ def round_float(x, dt):
         return x
     if dt in LOW and x.dtype is not F32:
         x = x.to(F32)
+    if dt is F16:
+        return to_f16(x)
     return x.to(dt)
+
+
+def to_f16(x32):
+    """float32 to float16, nan payloads kept as the Cpu (and the F16C instruction) keeps them:
+    sign and the top 10 mantissa bits (0x200 where those are all 0). torch's CPU conversion makes
+    every nan 0x7E00."""
+    out = x32.to(F16)
+    nan = torch.isnan(x32)
+    if x32.device.type == "cpu" and not bool(nan.any()):
+        return out
+    b = x32.view(torch.int32)
+    m = (b >> 13) & 0x3FF
+    h = ((b >> 16) & 0x8000) | 0x7C00 | torch.where(m == 0, 0x200, m)
+    return torch.where(nan, h.to(torch.int16).view(F16), out)
 
 
 _TWO64 = 18446744073709551616.0
@@ -66,15 +82,28 @@ def from_float(x, dt):
     return out if dt is I64 else out.to(dt)
 
 
+def from_f16(x16):
+    """float16 to float32, nan payloads kept (torch's CPU conversion makes every nan 0x7FFFFFFF)."""
+    out = x16.to(F32)
+    nan = torch.isnan(x16)
+    if x16.device.type == "cpu" and not bool(nan.any()):
+        return out
+    h = x16.view(torch.int16).to(torch.int32)
+    b = ((h & 0x8000) << 16) | 0x7F800000 | ((h & 0x3FF) << 13)
+    return torch.where(nan, b.view(F32), out)
+
+
 def cast(x, dtype):
     """The primitive ``cast``: ``x`` in ember ``dtype`` with §3's rules."""
     dt = TORCH[dtype]
     if x.dtype is dt:
         return x
     if dtype.kind == "f":
-        if dt in LOW and x.dtype is not F32:
-            x = x.to(F32)  # ints and float64 round through float32, as the Cpu does
-        return x.to(dt)
+        if not x.is_floating_point():
+            x = x.to(F64 if dt is F64 else F32)
+        elif x.dtype is F16:
+            x = from_f16(x)
+        return round_float(x, dt)  # float64 to float16/bfloat16 through float32, as the Cpu
     if dtype.kind == "b":
         return x != 0
     if x.is_floating_point():
