@@ -8,5 +8,6 @@ torch; importing this package does. docs/interop.md says what is shared and what
 """
 from .device import Torch
 from .interop import from_torch, to_torch
+from . import grads as _grads  # noqa: E402, F401  (registers the conv and pool gradients)
 
 __all__ = ["Torch", "from_torch", "to_torch"]

@@ -62,9 +62,10 @@ class Torch(Backend):
         if tf32 not in (True, False):
             raise ArgumentTypeError("Torch: expected tf32=True or False, found %r" % (tf32,))
         self.tf32 = bool(tf32)
+        self._key = ("Torch", str(self.device))
 
     def key(self):
-        return ("Torch", str(self.device))
+        return self._key
 
     def __repr__(self):
         return "Torch(%r)" % (str(self.device),) if not self.tf32 else "Torch(%r, tf32=True)" % (str(self.device),)

@@ -31,17 +31,11 @@ def reduce(op, x, dim):
 
 
 def _arg(op, x, dim):
-    """The first index of the extreme (or of the first nan): torch documents first-index ties on
-    the CPU only, so the index is found by comparison on every device."""
+    """torch's argmax/argmin: the first index of the extreme, the first nan's where there is one."""
     if x.dtype is BOOL:
         x = x.to(torch.uint8)
-    ext = torch.amax(x, dim, keepdim=True) if op == "argmax" else torch.amin(x, dim, keepdim=True)
-    hit = x == ext
-    if x.is_floating_point():
-        hit = hit | (torch.isnan(x) & torch.isnan(ext))
-    n = x.shape[dim]
-    pos = torch.arange(n, device=x.device).reshape([n if d == dim else 1 for d in range(x.dim())])
-    return torch.amin(torch.where(hit, pos, n), dim, keepdim=True)
+    f = torch.argmax if op == "argmax" else torch.argmin
+    return f(x, dim, keepdim=True)
 
 
 def scan(op, x, dim):
