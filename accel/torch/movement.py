@@ -59,9 +59,19 @@ def check_index(index, n, dim, op):
 
 
 def gather(x, dim, index):
-    """``out[i][j] = x[i][index[i][j]]`` (for dim 1): ``index`` may be smaller than ``x`` in every dim."""
-    check_index(index, x.shape[dim], dim, "gather")
-    return torch.gather(x, dim, index)
+    """``out[i][j] = x[i][index[i][j]]`` (for dim 1): ``index`` may be smaller than ``x`` in every dim.
+
+    On the CPU torch checks the indices itself (a RuntimeError, raised again as ember's
+    IndexOutOfRange); on a GPU a bad index is a device-side assert that ends the CUDA context, so
+    the indices are checked first (a sync)."""
+    if x.device.type != "cpu":
+        check_index(index, x.shape[dim], dim, "gather")
+        return torch.gather(x, dim, index)
+    try:
+        return torch.gather(x, dim, index)
+    except RuntimeError:
+        check_index(index, x.shape[dim], dim, "gather")
+        raise
 
 
 def _targets(x, dim, index):
@@ -85,6 +95,10 @@ def scatter(x, dim, index, src, mode):
     along ``dim``; repeated positions: the last write wins (torch leaves that order undefined, so
     the winner is chosen explicitly), additions accumulate (floats in float64, rounded once)."""
     check_index(index, x.shape[dim], dim, "scatter")
+    if mode == "add" and x.dtype is not torch.bool:
+        if x.is_floating_point():  # the Cpu adds in double and rounds once
+            return round_float(torch.scatter_add(x.to(F64), dim, index, src.to(F64)), x.dtype)
+        return torch.scatter_add(x, dim, index, src)  # integers wrap
     if src.shape != index.shape:
         src = src[tuple([slice(0, m) for m in index.shape])]
     pos = _targets(x, dim, index)
@@ -97,14 +111,6 @@ def scatter(x, dim, index, src, mode):
         out = x.reshape(-1).clone()
         out[pos[keep]] = vals[keep]
         return out.reshape(x.shape)
-    if x.is_floating_point():
-        acc = x.to(F64).reshape(-1).clone()
-        acc.index_add_(0, pos, vals.to(F64))
-        return round_float(acc, x.dtype).reshape(x.shape)
-    out = x.reshape(-1).clone()
-    if x.dtype is torch.bool:
-        hit = torch.zeros(x.numel(), dtype=torch.int64, device=x.device)
-        hit.index_add_(0, pos, vals.to(torch.int64))
-        return (out | (hit != 0)).reshape(x.shape)
-    out.index_add_(0, pos, vals)  # integers wrap
-    return out.reshape(x.shape)
+    hit = torch.zeros(x.numel(), dtype=torch.int64, device=x.device)  # bool add: or
+    hit.index_add_(0, pos, vals.to(torch.int64))
+    return (x.reshape(-1) | (hit != 0)).reshape(x.shape)
