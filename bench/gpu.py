@@ -39,8 +39,13 @@ import time
 
 import ember
 import ember.nn.functional as F
-from ember.accel import Wgpu
-from ember.accel.wgpu import autotune, device as wdevice
+try:  # --torch-backend runs on a CUDA machine without wgpu
+    from ember.accel import Wgpu
+    from ember.accel.wgpu import autotune, device as wdevice
+except ImportError as _e:
+    if "--torch-backend" not in sys.argv:
+        raise
+    Wgpu = autotune = wdevice = None
 
 QUICK = "--quick" in sys.argv
 OUT = {}
@@ -648,7 +653,7 @@ def bench_training(dev, torch, np):
         log(line)
 
 
-DEFAULT_VEC = wdevice.VEC4_PER_THREAD
+DEFAULT_VEC = wdevice.VEC4_PER_THREAD if wdevice is not None else None
 
 
 def probe_coop():

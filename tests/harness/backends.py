@@ -41,7 +41,7 @@ def _wgpu():
 
 
 def _torch():
-    # CPython with torch: Torch("cpu") here and in CI (the GPU machine runs Torch("cuda") by hand)
+    # CPython with torch: Torch("cpu") here and in CI; EMBER_TORCH_DEVICE=cuda runs the suites on the GPU
     try:
         import torch
     except ImportError:
@@ -50,7 +50,8 @@ def _torch():
     # one intra-op thread: the suites run small ops, and torch's thread pool on a loaded 2-core
     # machine makes a 96x8 @ 8x32 matmul take 2.6 ms instead of 2.3 us (measured)
     torch.set_num_threads(1)
-    return Torch("cpu")
+    import os
+    return Torch(os.environ.get("EMBER_TORCH_DEVICE", "cpu"))
 
 
 def _autodiff(factory):
