@@ -699,7 +699,8 @@ def run_probe():
 
 # -- the Torch device (issue 19) ---------------------------------------------------------------------
 # ember.accel.Torch("cuda") beside native PyTorch on the same GPU, in one run: f16/bf16 matmul 4096,
-# per-op overhead, MLP and LeNet b64 training steps. Runs as a part of main() (``--only torch_backend``)
+# per-op overhead, MLP and LeNet b64 training steps (eager, captured by ember.accel.compile, and
+# with bf16 autocast beside torch.autocast). Runs as a part of main() (``--only torch_backend``)
 # or alone without wgpu (``--torch-backend``); without CUDA it runs on Torch("cpu"), 1 thread, with
 # small sizes, so its code path is checked anywhere. Ratios are PyTorch's time / ember's (>= 1 is
 # ember faster), except ``*_op_overhead_vs_torch``, ember's time per op / PyTorch's (goal <= 1.5).
@@ -832,6 +833,15 @@ def bench_torch_backend(dev=None, torch=None, np=None):
         OUT[key + "_vs_torch"] = tt / te
         line = "%s b%d step: Autodiff(Torch) %.3f ms, PyTorch eager %.3f ms; ratio %.3f (goal >= 0.7)" % (
             name, batch, te * 1e3, tt * 1e3, tt / te)
+        from ember.accel import compile as capture
+        captured = capture(step)
+        for _ in range(3):  # two eager calls (the optimizer makes its state), then the recording
+            captured()
+        tc, tt2 = _tb_pair(lambda: captured().item(), lambda: tstep().item(), sync, reps)
+        OUT[key + "_captured_ms"] = tc * 1e3
+        OUT[key + "_captured_vs_torch"] = tt2 / tc
+        OUT[key + "_captured_lowering"] = captured.lowering
+        line += "; captured (ember.accel.compile, %s) %.3f ms, ratio %.3f" % (captured.lowering, tc * 1e3, tt2 / tc)
         te, tt = _tb_pair(lambda: step(ember.bfloat16).item(), lambda: tstep(torch.bfloat16).item(), sync, reps)
         OUT[key + "_bf16_autocast_ms"] = te * 1e3
         OUT["torch_native_%s_b%d_step_bf16_autocast_ms" % (name, batch)] = tt * 1e3

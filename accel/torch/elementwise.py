@@ -32,9 +32,9 @@ def binary(op, a, b):
     f = _DIRECT.get(op)
     if f is not None:
         if type(a) is _tensor or isinstance(a, _tensor):
-            if op == "maximum" or op == "minimum":
-                if not isinstance(b, _tensor):
-                    b = torch.full_like(a, b)
+            if not isinstance(b, _tensor) and (op == "maximum" or op == "minimum" or (op == "div" and a.is_cuda)):
+                # CUDA divides by a Python scalar as a product with its reciprocal (1 ulp off)
+                b = torch.full_like(a, b)
             return f(a, b)
         if op in _SWAPPED:
             return _DIRECT[_SWAPPED[op]](b, a)
