@@ -9,5 +9,6 @@ torch; importing this package does. docs/interop.md says what is shared and what
 from .device import Torch
 from .interop import from_torch, to_torch
 from . import grads as _grads  # noqa: E402, F401  (registers the conv and pool gradients)
+from . import fused as _fused  # noqa: E402, F401  (registers torch kernels for linear, relu, softmax)
 
 __all__ = ["Torch", "from_torch", "to_torch"]
