@@ -17,7 +17,7 @@ from ember.backend import Backend
 from ember.errors import ArgumentTypeError, DTypeError
 from ember.tensor import Tensor
 
-from .arrays import EMBER, SUPPORTED
+from .arrays import EMBER, SUPPORTED, from_bytes
 from .device import Torch
 
 try:  # numpy's hooks go first, so that the wrappers below see them (numpy is optional)
@@ -67,7 +67,6 @@ def to_torch(x):
     if isinstance(x.device, Torch):
         return x._data
     buf = x.device.to_bytes(x._data)
-    from .arrays import from_bytes
     return from_bytes(buf, x.shape, x.dtype, torch.device("cpu"))
 
 
@@ -90,11 +89,16 @@ def _array(t, dtype=None, copy=None):
     if copy is False and not shared:
         raise ValueError("__array__: a %s tensor on %r has no numpy memory to share; a copy is needed"
                          % (t.dtype.name, t.device))
-    if dtype is not None and a.dtype != dtype:
+    if dtype is not None and a.dtype != _np_dtype(dtype):
         if copy is False:
             raise ValueError("__array__: a %s tensor cannot be viewed as %s without a copy" % (t.dtype.name, dtype))
         return a.astype(dtype)
     return a.copy() if copy else a
+
+
+def _np_dtype(dtype):
+    import numpy  # only reached from numpy's own calls: numpy is there
+    return numpy.dtype(dtype)
 
 
 def _dlpack(t, stream=None, **kwargs):
