@@ -47,7 +47,7 @@ PLAYWRIGHT_NPM := playwright-core@1.65.1
 PLAYWRIGHT_STAMP := node_modules/.installed-playwright-core-1.65.1
 WEB_PORT ?= 8000
 
-EMBER_REQUIRE_BACKENDS ?= cpu,cpu-c,numpy,wgpu,autodiff-cpu,autodiff-cpu-c,fusion-cpu,fusion-cpu-c,fusion-wgpu,candle,autodiff-candle
+EMBER_REQUIRE_BACKENDS ?= cpu,cpu-c,numpy,wgpu,autodiff-cpu,autodiff-cpu-c,fusion-cpu,fusion-cpu-c,fusion-wgpu,candle,autodiff-candle,torch,autodiff-torch
 MPY_REQUIRE_BACKENDS ?= cpu
 MPY_PORTS ?= wasm unix
 PYTEST_ARGS ?=

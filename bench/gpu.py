@@ -1,6 +1,6 @@
 """The Wgpu device on a real GPU, beside PyTorch CUDA in the same run (issue 9's goals).
 
-    python bench/gpu.py [--quick] [--json PATH]
+    python bench/gpu.py [--quick] [--json PATH] [--only PARTS] [--torch-backend] [--help]
 
 Measures, each after a warm-up (pipelines compiled, autotuning done) and timed over several
 repetitions between two synchronizing reads:
@@ -23,7 +23,10 @@ repetitions between two synchronizing reads:
   (``mlp_block_vs_torch_compile``, ``mlp_block_vs_torch_eager``).
 
 ``--quick`` shrinks every size (for a smoke run on a CPU adapter). ``--only NAME[,NAME]`` runs only
-those parts (``matmul``, ``elementwise``, ``queued``, ``training``, ``torch_compile``, ``fusion``). The last line of the output is
+those parts (``matmul``, ``elementwise``, ``queued``, ``training``, ``torch_compile``, ``fusion``,
+``torch_backend``). ``--torch-backend`` runs only the Torch device's part (issue 19: ``Torch("cuda")``
+beside native PyTorch: ``torch_backend_f16_matmul_vs_torch``, ``torch_backend_op_overhead_vs_torch``,
+``torch_backend_mlp_b64_step_vs_torch``...), without wgpu; without CUDA it runs on ``Torch("cpu")``. The last line of the output is
 one JSON object with ``matmul_f32_4096_vs_torch``, ``matmul_f16_4096_vs_torch``,
 ``elementwise_vs_copy``, ``queued_op_us`` and the fusion figures first, then every raw figure.
 """
@@ -36,8 +39,13 @@ import time
 
 import ember
 import ember.nn.functional as F
-from ember.accel import Wgpu
-from ember.accel.wgpu import autotune, device as wdevice
+try:  # --torch-backend runs on a CUDA machine without wgpu
+    from ember.accel import Wgpu
+    from ember.accel.wgpu import autotune, device as wdevice
+except ImportError as _e:
+    if "--torch-backend" not in sys.argv:
+        raise
+    Wgpu = autotune = wdevice = None
 
 QUICK = "--quick" in sys.argv
 OUT = {}
@@ -645,7 +653,7 @@ def bench_training(dev, torch, np):
         log(line)
 
 
-DEFAULT_VEC = wdevice.VEC4_PER_THREAD
+DEFAULT_VEC = wdevice.VEC4_PER_THREAD if wdevice is not None else None
 
 
 def probe_coop():
@@ -689,6 +697,173 @@ def run_probe():
     return found[-1][len("COOP_OK="):]
 
 
+# -- the Torch device (issue 19) ---------------------------------------------------------------------
+# ember.accel.Torch("cuda") beside native PyTorch on the same GPU, in one run: f16/bf16 matmul 4096,
+# per-op overhead, MLP and LeNet b64 training steps (eager, captured by ember.accel.compile, and
+# with bf16 autocast beside torch.autocast). Runs as a part of main() (``--only torch_backend``)
+# or alone without wgpu (``--torch-backend``); without CUDA it runs on Torch("cpu"), 1 thread, with
+# small sizes, so its code path is checked anywhere. Ratios are PyTorch's time / ember's (>= 1 is
+# ember faster), except ``*_op_overhead_vs_torch``, ember's time per op / PyTorch's (goal <= 1.5).
+# Both sides are timed the same way: wall time between two synchronizations, rounds interleaved,
+# the median kept.
+
+def _tb_sync(torch, cuda):
+    return torch.cuda.synchronize if cuda else (lambda: None)
+
+
+def _tb_pair(ember_fn, torch_fn, sync, reps, rounds=7):
+    """Median seconds per call of each, rounds interleaved (the machine's noise hits both)."""
+    for fn in (ember_fn, torch_fn):
+        fn()
+    sync()
+    te, tt = [], []
+    for _ in range(rounds):
+        for fn, out in ((ember_fn, te), (torch_fn, tt)):
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                fn()
+            sync()
+            out.append((time.perf_counter() - t0) / reps)
+    return statistics.median(te), statistics.median(tt)
+
+
+def bench_torch_backend(dev=None, torch=None, np=None):
+    """Torch("cuda") (or Torch("cpu") without CUDA) beside native PyTorch: OUT keys torch_backend_*."""
+    import torch as torch_
+    from ember.accel import Autodiff, Torch, autocast, from_torch
+    from ember.accel.optim import SGD
+    from _models import LeNet, MLP  # bench/_models.py
+
+    torch = torch_
+    cuda = torch.cuda.is_available()
+    where = "cuda" if cuda else "cpu"
+    if not cuda:
+        torch.set_num_threads(1)
+    quick = QUICK or not cuda
+    tdev = Torch(where)
+    sync = _tb_sync(torch, cuda)
+    OUT["torch_backend_device"] = "%r on %s" % (tdev, torch.cuda.get_device_name(0) if cuda else "the host (no CUDA)")
+    log("Torch backend: %s" % OUT["torch_backend_device"])
+
+    # matmul: the same torch tensors on both sides (from_torch shares them)
+    n = 512 if quick else 4096
+    for name, dt in (("f16", torch.float16), ("bf16", torch.bfloat16), ("f32", torch.float32)):
+        g = torch.Generator(device=where).manual_seed(0)
+        ta = torch.randn(n, n, device=where, dtype=dt, generator=g)
+        tb = torch.randn(n, n, device=where, dtype=dt, generator=g)
+        ea, eb = from_torch(ta), from_torch(tb)
+        got = (ea @ eb)._data
+        ref = ta.double() @ tb.double()
+        err = float((got.double() - ref).norm() / ref.norm())
+        reps = 2 if quick else 20
+        te, tt = _tb_pair(lambda: ea @ eb, lambda: ta @ tb, sync, reps)
+        flops = 2.0 * n ** 3
+        key = "torch_backend_%s_matmul" % name
+        OUT[key + "_%d_tflops" % n] = flops / te / 1e12
+        OUT["torch_native_%s_matmul_%d_tflops" % (name, n)] = flops / tt / 1e12
+        OUT[key + "_vs_torch"] = tt / te
+        OUT[key + "_rel_err"] = err
+        log("%s %d: Torch backend %.2f TFLOP/s, native %.2f; ratio %.3f (goal f16 >= 0.9); rel err %.1e"
+            % (key, n, flops / te / 1e12, flops / tt / 1e12, tt / te, err))
+        del ta, tb, ea, eb, got, ref
+
+    # per-op overhead: 1000 small adds queued back to back, then one read
+    ops = 1000
+    ex = ember.ones(256, device=tdev)
+    tx = torch.ones(256, device=where)
+
+    def ember_ops():
+        x = ex
+        for _ in range(ops):
+            x = x + 1.0
+        return x
+
+    def torch_ops():
+        x = tx
+        for _ in range(ops):
+            x = x + 1.0
+        return x
+    te, tt = _tb_pair(ember_ops, torch_ops, sync, 1, rounds=9)
+    OUT["torch_backend_op_us"] = te / ops * 1e6
+    OUT["torch_native_op_us"] = tt / ops * 1e6
+    OUT["torch_backend_op_overhead_vs_torch"] = te / tt
+    log("per op (x + 1.0 on 256 floats): Torch backend %.2f us, native %.2f us; ember/native %.2f (goal <= 1.5)"
+        % (te / ops * 1e6, tt / ops * 1e6, te / tt))
+
+    # training steps at batch 64: Autodiff(Torch) + ember SGD beside PyTorch eager (+ autocast bf16)
+    batch = 64
+    ad = Autodiff(tdev)
+    nn_ = torch.nn
+    for name, cls, shape in (("mlp", MLP, (batch, 784)), ("lenet", LeNet, (batch, 1, 28, 28))):
+        g = torch.Generator().manual_seed(2)
+        xs = torch.randn(shape, generator=g)
+        ys = torch.randint(0, 10, (batch,), generator=g)
+        model = cls(ember.Generator(0)).to(ad)
+        opt = SGD(model, lr=0.01)
+        x = from_torch(xs.to(where)).to(ad)
+        y = from_torch(ys.to(where)).to(ad)
+
+        def step(low=None):
+            with autocast(low, enabled=low is not None):
+                loss = F.cross_entropy(model(x), y)
+            opt.step(loss.backward())
+            return loss
+        if name == "mlp":
+            tm = nn_.Sequential(nn_.Linear(784, 128), nn_.ReLU(), nn_.Linear(128, 10))
+        else:
+            tm = nn_.Sequential(nn_.Conv2d(1, 6, 5, padding=2), nn_.ReLU(), nn_.MaxPool2d(2),
+                                nn_.Conv2d(6, 16, 5), nn_.ReLU(), nn_.MaxPool2d(2), nn_.Flatten(),
+                                nn_.Linear(400, 120), nn_.ReLU(), nn_.Linear(120, 84), nn_.ReLU(), nn_.Linear(84, 10))
+        tm = tm.to(where)
+        topt = torch.optim.SGD(tm.parameters(), lr=0.01)
+        tx_, ty_ = xs.to(where), ys.to(where)
+
+        def tstep(low=None):
+            topt.zero_grad(set_to_none=True)
+            with torch.autocast(where, dtype=low or torch.bfloat16, enabled=low is not None):
+                loss = torch.nn.functional.cross_entropy(tm(tx_), ty_)
+            loss.backward()
+            topt.step()
+            return loss
+        reps = 5 if quick else 50
+        te, tt = _tb_pair(lambda: step().item(), lambda: tstep().item(), sync, reps)
+        key = "torch_backend_%s_b%d_step" % (name, batch)
+        OUT[key + "_ms"] = te * 1e3
+        OUT["torch_native_%s_b%d_step_ms" % (name, batch)] = tt * 1e3
+        OUT[key + "_vs_torch"] = tt / te
+        line = "%s b%d step: Autodiff(Torch) %.3f ms, PyTorch eager %.3f ms; ratio %.3f (goal >= 0.7)" % (
+            name, batch, te * 1e3, tt * 1e3, tt / te)
+        from ember.accel import compile as capture
+        captured = capture(step)
+        for _ in range(3):  # two eager calls (the optimizer makes its state), then the recording
+            captured()
+        tc, tt2 = _tb_pair(lambda: captured().item(), lambda: tstep().item(), sync, reps)
+        OUT[key + "_captured_ms"] = tc * 1e3
+        OUT[key + "_captured_vs_torch"] = tt2 / tc
+        OUT[key + "_captured_lowering"] = captured.lowering
+        line += "; captured (ember.accel.compile, %s) %.3f ms, ratio %.3f" % (captured.lowering, tc * 1e3, tt2 / tc)
+        te, tt = _tb_pair(lambda: step(ember.bfloat16).item(), lambda: tstep(torch.bfloat16).item(), sync, reps)
+        OUT[key + "_bf16_autocast_ms"] = te * 1e3
+        OUT["torch_native_%s_b%d_step_bf16_autocast_ms" % (name, batch)] = tt * 1e3
+        OUT[key + "_bf16_autocast_vs_torch"] = tt / te
+        log(line + "; bf16 autocast %.3f ms vs torch.autocast %.3f ms (ratio %.3f)" % (te * 1e3, tt * 1e3, tt / te))
+
+
+def torch_backend_main():
+    """``--torch-backend``: only the Torch section, no wgpu needed; the last line is its JSON."""
+    t0 = time.perf_counter()
+    bench_torch_backend()
+    OUT["seconds_bench_torch_backend"] = round(time.perf_counter() - t0, 1)
+    head = ["torch_backend_f16_matmul_vs_torch", "torch_backend_op_overhead_vs_torch",
+            "torch_backend_mlp_b64_step_vs_torch"]
+    line = {k: OUT.get(k) for k in head}
+    line.update({k: v for k, v in OUT.items() if k not in line})
+    if arg("--json"):
+        with open(arg("--json"), "w") as f:
+            json.dump(line, f, indent=1, default=str)
+    print(json.dumps(line, default=str))
+
+
 def main():
     import numpy as np
     dev = Wgpu()
@@ -704,7 +879,8 @@ def main():
     OUT["max_binding_mib"] = rt.max_binding / 2 ** 20
     OUT["torch"] = tinfo
     log("adapter %s; features %s; torch: %s" % (rt.label, rt.features, tinfo))
-    parts = (bench_matmul, bench_elementwise, bench_queued, bench_training, bench_torch_compile, bench_fusion)
+    parts = (bench_matmul, bench_elementwise, bench_queued, bench_training, bench_torch_compile, bench_fusion,
+             bench_torch_backend)
     only = arg("--only")
     if only:
         names = [x.strip() for x in only.split(",") if x.strip()]
@@ -729,7 +905,9 @@ def main():
     OUT["queue"].pop("batches", None)
     OUT["memory"] = dev.memory_stats()
     head = ["matmul_f32_4096_vs_torch", "matmul_f16_4096_vs_torch", "elementwise_vs_copy", "queued_op_us",
-            "gelu_fused_tbps", "gelu_fused_vs_copy", "mlp_block_vs_torch_compile", "mlp_block_vs_torch_eager"]
+            "gelu_fused_tbps", "gelu_fused_vs_copy", "mlp_block_vs_torch_compile", "mlp_block_vs_torch_eager",
+            "torch_backend_f16_matmul_vs_torch", "torch_backend_op_overhead_vs_torch",
+            "torch_backend_mlp_b64_step_vs_torch"]
     line = {k: OUT.get(k) for k in head}
     line.update({k: v for k, v in OUT.items() if k not in line})
     path = arg("--json")
@@ -740,7 +918,11 @@ def main():
 
 
 if __name__ == "__main__":
-    if "--probe-coop" in sys.argv:
+    if "--help" in sys.argv or "-h" in sys.argv:
+        print(__doc__)
+    elif "--probe-coop" in sys.argv:
         probe_coop()
+    elif "--torch-backend" in sys.argv:
+        torch_backend_main()
     else:
         main()

@@ -1,6 +1,6 @@
 """Training-step speed: forward + cross entropy + backward + SGD step, ember beside PyTorch CPU.
 
-    python bench/train_step.py [--rounds N] [--target S] [--threads N] [--backend auto|numpy|cpu]
+    python bench/train_step.py [--rounds N] [--target S] [--threads N] [--backend auto|numpy|cpu|torch]
                                [--models mlp,lenet,cnn] [--profile mlp|lenet|cnn [--compiled]]
 
 Models: an MLP 784-128-10 (ReLU), LeNet-5 (conv 1->6 5x5 pad 2, max pool, conv 6->16 5x5, max
@@ -88,7 +88,11 @@ def torch_model(torch, name):
 # -- backends ------------------------------------------------------------------------------------------
 
 def pick_backend(choice):
-    """(name, device, note): the NumPy device when numpy is there (auto), else the Cpu device."""
+    """(name, device, note): the NumPy device when numpy is there (auto), else the Cpu device;
+    ``torch`` is ``Torch("cpu")`` (ember's frontend and autodiff over torch's kernels)."""
+    if choice == "torch":
+        from ember.accel.torch import Torch
+        return "torch", Torch("cpu"), ""
     if choice in ("auto", "numpy"):
         try:
             from ember.accel.numpy import NumPy

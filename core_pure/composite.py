@@ -24,6 +24,10 @@ OVERRIDE_BACKWARDS = {}  # backend class -> {name: backward of that replacement}
 FUSED = {}  # backend class -> {name: built-in fused path}: beaten by a user's override on any class
 BACKWARDS = {}  # name -> backward of the composite, for any forward (registered by ember.accel.autodiff)
 _resolved = {}  # (class, name) -> (fn or None, its backward or None)
+# [policy(name, args, kwargs) -> (args, kwargs)] while ember.accel.autocast is active in some
+# thread: the dtypes a composite (and matmul) takes its tensors in; empty otherwise, so a call pays
+# one truth test
+CAST_POLICY = []
 
 _TENSOR = []  # [ember.Tensor], imported on first use (tensor.py imports the op modules that import this)
 
@@ -45,6 +49,8 @@ def composite(fn):
             from .errors import ArgumentTypeError
             raise ArgumentTypeError("%s: expected a tensor as the first argument, found %s"
                                     % (name, type(args[0]).__name__))
+        if CAST_POLICY:
+            args, kwargs = CAST_POLICY[0](name, args, kwargs)
         if args:
             return run(args[0].device, name, args, kwargs)
         for a in kwargs.values():

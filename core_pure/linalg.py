@@ -1,5 +1,6 @@
 """Matrix products: 1-D, 2-D and batched with broadcasting, PyTorch's rules."""
 from . import dtypes
+from .composite import CAST_POLICY
 from .elementwise import broadcast_to, same_device
 from .errors import ArgumentTypeError, DTypeError, ShapeError
 from .shapes import broadcast_shapes
@@ -12,6 +13,8 @@ def matmul(a, b):
         raise ArgumentTypeError("matmul: expected two tensors, found %s and %s"
                                 % (type(a).__name__, type(b).__name__))
     dev = same_device(a, b, "matmul")
+    if CAST_POLICY:  # ember.accel.autocast: matmul runs in its low-precision dtype
+        (a, b), _ = CAST_POLICY[0]("matmul", (a, b), None)
     if not a.shape or not b.shape:
         raise ShapeError("matmul: expected tensors with at least 1 dim, found shapes %s and %s"
                          % (a.shape, b.shape))

@@ -51,6 +51,20 @@ def _candle():
     return Candle()
 
 
+def _torch():
+    # CPython with torch: Torch("cpu") here and in CI; EMBER_TORCH_DEVICE=cuda runs the suites on the GPU
+    try:
+        import torch
+    except ImportError:
+        raise ImportError("torch is not installed (pip install ember[torch])")
+    from ember.accel.torch import Torch
+    # one intra-op thread: the suites run small ops, and torch's thread pool on a loaded 2-core
+    # machine makes a 96x8 @ 8x32 matmul take 2.6 ms instead of 2.3 us (measured)
+    torch.set_num_threads(1)
+    import os
+    return Torch(os.environ.get("EMBER_TORCH_DEVICE", "cpu"))
+
+
 def _autodiff(factory):
     # Autodiff over another backend: the whole suite runs through the decorator, recording nothing
     # (no tensor requires grad), so every primitive's shape, dtype and value must pass through unchanged
@@ -86,6 +100,8 @@ if sys.implementation.name != "micropython":  # ember.accel is CPython only: not
         ("fusion-wgpu", _fusion(_wgpu)),
         ("candle", _candle),
         ("autodiff-candle", _autodiff(_candle)),
+        ("torch", _torch),
+        ("autodiff-torch", _autodiff(_torch)),
     ]
 
 _cache = {}
