@@ -42,6 +42,8 @@ NAMESPACES = [
     "ember.accel.pytorch",
     "ember.accel.distributed",
     "ember.accel.candle",
+    "ember.accel.torch",
+    "ember.accel.amp",
 ]
 
 OPTIONAL = ("ember.accel.wgpu",)  # namespaces whose third-party module may be missing here

@@ -26,7 +26,6 @@ DESIGN = os.path.join(ROOT, "docs")  # the design pages: the book shows them as 
 # Pages whose snippets use features other branches are building (issues 16-19 and 21). The lead
 # empties this list as each feature merges; a page listed here is still built by `make docs`.
 PENDING = {
-    "backends-torch-candle.md": "ember.accel.Torch and ember.accel.Candle (issue 19) are not merged yet",
 }
 
 PYTHON_SPELLINGS = ("py", "python3", "Python")  # would silently never run
