@@ -19,6 +19,8 @@ from .functional import dequantize, q8, quantize
 from .module import Module
 from .tensor import ArgumentError, DeployError, ShapeError, empty, scratch
 
+LISTS = False  # True: weight rows as lists (faster, ~5x their memory); the page sets it
+
 
 def _coefficients(layer, out_channels):
     """(m, a, output scale or None) of this layer, computed once and kept on the layer."""
@@ -54,7 +56,7 @@ class _Affine(Module):
         self.has_bias, self.int8 = bias, False
         self.weight = self.bias = self.weight_scale = self.input_scale = self.output_scale = None
         self.weight_at = None  # where each row starts in its buffer (None: each row its own array)
-        self._coef = self._taps = None
+        self._coef = self._taps = self._rows = self._col = None
 
 
 class Linear(_Affine):
@@ -130,21 +132,30 @@ def conv2d(layer, x):
     cin, cout = c // groups, oc // groups
     m, a, s_out = _coefficients(layer, oc)
     taps = _taps(layer, cin, kh, kw, dh, dw, h, w)
-    k = len(taps)
     out = empty("f" if s_out is None else "b", (n, oc, oh, ow), (x,), s_out)
-    src, dst, wt, at, i = x.data, out.data, layer.weight, layer.weight_at, 0
+    src, dst, plane = x.data, out.data, oh * ow
+    wt, at = _rows(layer)
+    col = _col(layer, x, len(taps))
+    # each window is gathered once (im2col) into col, then every output channel of its group reads it
     for img in range(n):
-        for o in range(oc):
-            x0 = (img * c + (o // cout) * cin) * h * w
-            wr, w0, mo, ao = wt[o], at[o] if at else 0, m[o], a[o]
+        for g in range(groups):
+            x0, o0 = (img * c + g * cin) * h * w, g * cout
             for oy in range(oh):
                 row = x0 + oy * sh * w
                 for ox in range(ow):
-                    base = row + ox * sw
-                    acc = 0
-                    for t in range(k):
-                        acc += src[base + taps[t]] * wr[w0 + t]
-                    i = _store(dst, i, acc * mo + ao, s_out)
+                    base, t = row + ox * sw, 0
+                    for d in taps:
+                        col[t] = src[base + d]
+                        t += 1
+                    i = (img * oc + o0) * plane + oy * ow + ox
+                    for o in range(o0, o0 + cout):
+                        wr, j, acc = wt[o], at[o] if at else 0, 0
+                        for v in col:
+                            acc += v * wr[j]
+                            j += 1
+                        v = acc * m[o] + a[o]
+                        dst[i] = v if s_out is None else q8(v / s_out + 0.5)
+                        i += plane
     return out
 
 
@@ -155,20 +166,45 @@ def linear(layer, x):
     x = _inputs(layer, x)
     m, a, s_out = _coefficients(layer, f_out)
     out = empty("f" if s_out is None else "b", x.shape[:-1] + (f_out,), (x,), s_out)
-    src, dst, wt, at, i = x.data, out.data, layer.weight, layer.weight_at, 0
+    src, dst, i = x.data, out.data, 0
+    wt, at = _rows(layer)
     for x0 in range(0, len(src), f_in):
+        col = src[x0:x0 + f_in]
+        if x.scale is None:
+            col = list(col)  # each float boxed once, not once per output
         for o in range(f_out):
-            wr, w0 = wt[o], at[o] if at else 0
-            acc = 0
-            for t in range(f_in):
-                acc += src[x0 + t] * wr[w0 + t]
-            i = _store(dst, i, acc * m[o] + a[o], s_out)
+            wr, j, acc = wt[o], at[o] if at else 0, 0
+            for v in col:
+                acc += v * wr[j]
+                j += 1
+            v = acc * m[o] + a[o]
+            dst[i] = v if s_out is None else q8(v / s_out + 0.5)
+            i += 1
     return out
 
 
-def _store(dst, i, v, s_out):
-    dst[i] = v if s_out is None else q8(v / s_out + 0.5)
-    return i + 1
+def _rows(layer):
+    """(weight rows, row starts or None): the record's arrays, or with ``LISTS`` (a page, where
+    memory is plentiful) each row once as a list, whose values are read without boxing a float."""
+    if not LISTS:
+        return layer.weight, layer.weight_at
+    r, wt = layer._rows, layer.weight
+    if r is None or r[0] is not wt:  # kept while the layer keeps its weight
+        at, k = layer.weight_at, 1
+        for d in layer.weight_shape()[1:]:
+            k *= d
+        r = layer._rows = (wt, [[wt[o][(at[o] if at else 0) + t] for t in range(k)] for o in range(len(wt))])
+    return r[1], None
+
+
+def _col(layer, x, k):
+    """The layer's window buffer: a list for float inputs (each value boxed once per window), an
+    int8 array for int8 ones."""
+    col = layer._col
+    code = "f" if x.scale is None else "b"
+    if col is None or col[0] != code or len(col[1]) != k:
+        col = layer._col = (code, [0.0] * k if code == "f" else scratch("b", k))
+    return col[1]
 
 
 def _taps(layer, cin, kh, kw, dh, dw, h, w):

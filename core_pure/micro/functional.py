@@ -136,9 +136,10 @@ def _pool(x, kernel_size, stride, padding, dilation, is_max, op):
                             xx = x0 + kx * dw
                             if 0 <= xx < w:
                                 v = src[row + xx]
-                                if best is None or v > best:
+                                if not is_max:
+                                    acc += v
+                                elif best is None or v > best:
                                     best = v
-                                acc += v
                 if is_max:
                     dst[i] = best
                 elif quant:

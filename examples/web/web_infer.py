@@ -6,10 +6,12 @@ the Wgpu backend's WGSL kernels). Inputs and answers cross as text: comma-separa
 import json
 import math
 
+from ember.micro import affine
 from ember.micro.tensor import Arena, tensor, use
 
 from preprocess import normalize
 
+affine.LISTS = True  # weight rows as lists: faster, and the page has memory to spare
 _MODELS = {}  # name -> (model, arena, input shape)
 DIGIT_PIXELS = 64  # 8x8 counts 0..16 of on pixels in each 4x4 block of a 32x32 bitmap
 

@@ -245,3 +245,40 @@ def test_layers_take_ember_nn_arguments_in_ember_nn_order():
     assert_true(conv.padding == (1, 1) and not conv.has_bias, "padding %s" % (conv.padding,))
     Dropout(0.2, generator=g)
     Dropout(0.2, g)
+
+
+def test_weight_rows_as_lists_and_shared_buffers_give_the_same_values():
+    # affine.LISTS (the page's setting) reads each weight row from a list; rows that share one
+    # buffer (weight_at, as the record reader packs them) read at their offsets: both exactly equal
+    # the per-row arrays, and all match ember
+    from ember.micro import affine
+    T.use(T.Arena())
+    n, c, h, w, oc = 2, 4, 6, 5, 6
+    x = [v - 0.5 for v in _values(n * c * h * w, 7)]
+    wt = [v - 0.5 for v in _values(oc * 2 * 3 * 3, 8)]
+    b = _values(oc, 9)
+    wl = _values(3 * c * h * w, 10)
+    ref = F.conv2d(ember.tensor(x).reshape(n, c, h, w), ember.tensor(wt).reshape(oc, 2, 3, 3), ember.tensor(b),
+                   padding=1, groups=2).tolist()
+    got = []
+    for lists in (False, True):
+        for shared in (False, True):
+            conv = Conv2d(c, oc, 3, padding=1, groups=2)
+            conv.weight, conv.bias = _rows("f", wt, oc), array("f", b)
+            if shared:
+                buf = array("f", wt)
+                conv.weight, conv.weight_at = [buf] * oc, [o * 18 for o in range(oc)]
+            affine.LISTS = lists
+            try:
+                got.append(conv(_micro(x, (n, c, h, w))).tolist())
+                fc = Linear(c * h * w, 3)
+                fc.weight, fc.bias = _rows("f", wl, 3), array("f", [0.5, -0.5, 0.0])
+                got.append(fc(_micro(x, (n, c * h * w))).tolist())
+            finally:
+                affine.LISTS = False
+    assert_close(got[0], ref, rtol=1e-5, atol=1e-5)
+    ref_fc = F.linear(ember.tensor(x).reshape(n, c * h * w), ember.tensor(wl).reshape(3, c * h * w),
+                      ember.tensor([0.5, -0.5, 0.0])).tolist()
+    assert_close(got[1], ref_fc, rtol=1e-5, atol=1e-5)
+    for i in range(2, len(got)):
+        assert_true(got[i] == got[i % 2], "variant %d differs from the per-row arrays" % i)
