@@ -135,7 +135,7 @@ def conv2d(layer, x):
     out = empty("f" if s_out is None else "b", (n, oc, oh, ow), (x,), s_out)
     src, dst, plane = x.data, out.data, oh * ow
     wt, at = _rows(layer)
-    col = _col(layer, x, len(taps))
+    col = _col(layer, len(taps))
     # each window is gathered once (im2col) into col, then every output channel of its group reads it
     for img in range(n):
         for g in range(groups):
@@ -143,16 +143,17 @@ def conv2d(layer, x):
             for oy in range(oh):
                 row = x0 + oy * sh * w
                 for ox in range(ow):
-                    base, t = row + ox * sw, 0
+                    base, t, nz = row + ox * sw, 0, []
                     for d in taps:
-                        col[t] = src[base + d]
+                        v = col[t] = src[base + d]
+                        if v:  # a zero (ReLU's, the padding's) adds nothing: skipped
+                            nz.append(t)
                         t += 1
                     i = (img * oc + o0) * plane + oy * ow + ox
                     for o in range(o0, o0 + cout):
-                        wr, j, acc = wt[o], at[o] if at else 0, 0
-                        for v in col:
-                            acc += v * wr[j]
-                            j += 1
+                        wr, w0, acc = wt[o], at[o] if at else 0, 0
+                        for j in nz:
+                            acc += col[j] * wr[w0 + j]
                         v = acc * m[o] + a[o]
                         dst[i] = v if s_out is None else q8(v / s_out + 0.5)
                         i += plane
@@ -197,14 +198,12 @@ def _rows(layer):
     return r[1], None
 
 
-def _col(layer, x, k):
-    """The layer's window buffer: a list for float inputs (each value boxed once per window), an
-    int8 array for int8 ones."""
+def _col(layer, k):
+    """The layer's window buffer, a list: each float of a window is boxed once."""
     col = layer._col
-    code = "f" if x.scale is None else "b"
-    if col is None or col[0] != code or len(col[1]) != k:
-        col = layer._col = (code, [0.0] * k if code == "f" else scratch("b", k))
-    return col[1]
+    if col is None or len(col) != k:
+        col = layer._col = [0] * k
+    return col
 
 
 def _taps(layer, cin, kh, kw, dh, dw, h, w):
