@@ -135,7 +135,7 @@ def conv2d(layer, x):
     out = empty("f" if s_out is None else "b", (n, oc, oh, ow), (x,), s_out)
     src, dst, plane = x.data, out.data, oh * ow
     wt, at = _rows(layer)
-    col = _col(layer, len(taps))
+    col, nz = _col(layer, x, len(taps))
     # each window is gathered once (im2col) into col, then every output channel of its group reads it
     for img in range(n):
         for g in range(groups):
@@ -143,16 +143,18 @@ def conv2d(layer, x):
             for oy in range(oh):
                 row = x0 + oy * sh * w
                 for ox in range(ow):
-                    base, t, nz = row + ox * sw, 0, []
+                    base, t, z = row + ox * sw, 0, 0
                     for d in taps:
                         v = col[t] = src[base + d]
                         if v:  # a zero (ReLU's, the padding's) adds nothing: skipped
-                            nz.append(t)
+                            nz[z] = t
+                            z += 1
                         t += 1
+                    taken = nz[:z]
                     i = (img * oc + o0) * plane + oy * ow + ox
                     for o in range(o0, o0 + cout):
                         wr, w0, acc = wt[o], at[o] if at else 0, 0
-                        for j in nz:
+                        for j in taken:
                             acc += col[j] * wr[w0 + j]
                         v = acc * m[o] + a[o]
                         dst[i] = v if s_out is None else q8(v / s_out + 0.5)
@@ -198,12 +200,13 @@ def _rows(layer):
     return r[1], None
 
 
-def _col(layer, k):
-    """The layer's window buffer, a list: each float of a window is boxed once."""
-    col = layer._col
-    if col is None or len(col) != k:
-        col = layer._col = [0] * k
-    return col
+def _col(layer, x, k):
+    """The layer's window buffer (a list for float inputs: each value is boxed once; int8 ones an
+    array) and where its non-zero values are; both sizes are the layer's own, so made once."""
+    c = layer._col
+    if c is None:
+        c = layer._col = ([0.0] * k if x.scale is None else scratch("b", k), memoryview(scratch("H", k)))
+    return c
 
 
 def _taps(layer, cin, kh, kw, dh, dw, h, w):
