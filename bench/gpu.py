@@ -842,6 +842,15 @@ def bench_torch_backend(dev=None, torch=None, np=None):
         OUT[key + "_captured_vs_torch"] = tt2 / tc
         OUT[key + "_captured_lowering"] = captured.lowering
         line += "; captured (ember.accel.compile, %s) %.3f ms, ratio %.3f" % (captured.lowering, tc * 1e3, tt2 / tc)
+        OUT[key + "_captured_plan"] = [type(r.lowered).__name__ for r in captured._plans.values()]
+        # the state given fresh tensors each replay (the contract's default elsewhere) instead of in place
+        copied = capture(step, inplace=False)
+        for _ in range(3):
+            copied()
+        tk, tt3 = _tb_pair(lambda: copied().item(), lambda: tstep().item(), sync, reps)
+        OUT[key + "_captured_copied_ms"] = tk * 1e3
+        OUT[key + "_captured_copied_vs_torch"] = tt3 / tk
+        line += "; captured, state copied %.3f ms, ratio %.3f" % (tk * 1e3, tt3 / tk)
         te, tt = _tb_pair(lambda: step(ember.bfloat16).item(), lambda: tstep(torch.bfloat16).item(), sync, reps)
         OUT[key + "_bf16_autocast_ms"] = te * 1e3
         OUT["torch_native_%s_b%d_step_bf16_autocast_ms" % (name, batch)] = tt * 1e3
@@ -855,7 +864,8 @@ def torch_backend_main():
     bench_torch_backend()
     OUT["seconds_bench_torch_backend"] = round(time.perf_counter() - t0, 1)
     head = ["torch_backend_f16_matmul_vs_torch", "torch_backend_op_overhead_vs_torch",
-            "torch_backend_mlp_b64_step_vs_torch"]
+            "torch_backend_mlp_b64_step_vs_torch", "torch_backend_mlp_b64_step_captured_vs_torch",
+            "torch_backend_mlp_b64_step_captured_ms", "torch_backend_mlp_b64_step_captured_lowering"]
     line = {k: OUT.get(k) for k in head}
     line.update({k: v for k, v in OUT.items() if k not in line})
     if arg("--json"):
