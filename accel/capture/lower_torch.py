@@ -251,5 +251,10 @@ def lower(plan, trace):
     """(a lowered plan, None) or (None, why not)."""
     base = plan.base
     if base.device.type == "cuda":
-        return CudaGraphPlan(plan, trace, getattr(plan, "state_in", [])), None
+        try:
+            return CudaGraphPlan(plan, trace, getattr(plan, "state_in", [])), None
+        except ReplayError:
+            raise
+        except Exception as e:  # the generic replay still runs: say why
+            return None, "the CUDA graph could not be prepared: %s: %s" % (type(e).__name__, str(e)[:300])
     return TorchPlan(plan), None
