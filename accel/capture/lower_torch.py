@@ -149,6 +149,7 @@ class CudaGraphPlan:
                 continue
             calls.append(_closure(fn, e, base))
         self.calls = calls
+        self.names = [e.name for _, e in plan.calls]
         self.state_in = [(i, o) for i, o in state_in if i in self.static
                          and arrays[o].shape == arrays[i].shape and arrays[o].dtype == arrays[i].dtype]
         written = {i for i, _ in self.state_in}
@@ -159,6 +160,7 @@ class CudaGraphPlan:
         _mv.check_index = _no_check
         try:
             with torch.cuda.device(self.device):
+                self._no_sync()
                 side = torch.cuda.Stream()
                 side.wait_stream(torch.cuda.current_stream())
                 with torch.cuda.stream(side):
@@ -169,10 +171,33 @@ class CudaGraphPlan:
                 with torch.cuda.graph(self.graph):
                     self.outs = self._body()
                 torch.cuda.synchronize(self.device)
+        except ReplayError:
+            raise
         except Exception as e:
             raise ReplayError("the step cannot be taken as a CUDA graph: %s: %s" % (type(e).__name__, str(e)[:300]))
         finally:
             _mv.check_index = saved
+
+    def _no_sync(self):
+        """One run with torch's sync check on: an entry that waits for the GPU (a host read, a
+        boolean mask) cannot be captured; it is named, and no capture is tried."""
+        slots = list(self.plan.template)
+        for d in (self.static, self.feeds):
+            for i, v in d.items():
+                slots[i] = v
+        mode = torch.cuda.get_sync_debug_mode()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            for k, call in enumerate(self.calls):
+                try:
+                    call(slots)
+                except RuntimeError as e:
+                    if "synchroniz" not in str(e):
+                        raise
+                    raise ReplayError("entry %d (%s) waits for the GPU (a host read or a boolean mask), which a "
+                                      "CUDA graph cannot hold: %s" % (k, self.names[k], str(e)[:200]))
+        finally:
+            torch.cuda.set_sync_debug_mode(mode)
 
     def _const(self, i, buf):
         def call(slots):
