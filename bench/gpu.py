@@ -745,7 +745,7 @@ def _torch_graph_step(torch, tm, topt, tx, ty):
         loss.backward()
         topt.step()
 
-    def step():
+    def step(static=(sx, sy)):  # the graph reads sx and sy: they live as long as the step
         graph.replay()
         return loss
     return step
