@@ -727,6 +727,30 @@ def _tb_pair(ember_fn, torch_fn, sync, reps, rounds=7):
     return statistics.median(te), statistics.median(tt)
 
 
+def _torch_graph_step(torch, tm, topt, tx, ty):
+    """PyTorch's training step captured whole into a torch.cuda.CUDAGraph (warm-up on a side stream)."""
+    sx, sy = tx.clone(), ty.clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            topt.zero_grad(set_to_none=True)
+            torch.nn.functional.cross_entropy(tm(sx), sy).backward()
+            topt.step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    topt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        loss = torch.nn.functional.cross_entropy(tm(sx), sy)
+        loss.backward()
+        topt.step()
+
+    def step(static=(sx, sy)):  # the graph reads sx and sy: they live as long as the step
+        graph.replay()
+        return loss
+    return step
+
+
 def bench_torch_backend(dev=None, torch=None, np=None):
     """Torch("cuda") (or Torch("cpu") without CUDA) beside native PyTorch: OUT keys torch_backend_*."""
     import torch as torch_
@@ -842,6 +866,24 @@ def bench_torch_backend(dev=None, torch=None, np=None):
         OUT[key + "_captured_vs_torch"] = tt2 / tc
         OUT[key + "_captured_lowering"] = captured.lowering
         line += "; captured (ember.accel.compile, %s) %.3f ms, ratio %.3f" % (captured.lowering, tc * 1e3, tt2 / tc)
+        OUT[key + "_captured_plan"] = [type(r.lowered).__name__ for r in captured._plans.values()]
+        # the state given fresh tensors each replay (the contract's default elsewhere) instead of in place
+        copied = capture(step, inplace=False)
+        for _ in range(3):
+            copied()
+        tk, tt3 = _tb_pair(lambda: copied().item(), lambda: tstep().item(), sync, reps)
+        OUT[key + "_captured_copied_ms"] = tk * 1e3
+        OUT[key + "_captured_copied_vs_torch"] = tt3 / tk
+        line += "; captured, state copied %.3f ms, ratio %.3f" % (tk * 1e3, tt3 / tk)
+        if cuda:  # PyTorch's own step as one CUDA graph (its docs' whole-network capture), the next mark
+            try:
+                gstep = _torch_graph_step(torch, tm, topt, tx_, ty_)
+                tg, tk2 = _tb_pair(lambda: gstep().item(), lambda: captured().item(), sync, reps)
+                OUT["torch_native_%s_b%d_step_cuda_graph_ms" % (name, batch)] = tg * 1e3
+                OUT[key + "_captured_vs_torch_cuda_graph"] = tg / tk2
+                line += "; PyTorch CUDA graph %.3f ms (captured ember %.3f ms in that pair)" % (tg * 1e3, tk2 * 1e3)
+            except Exception as e:  # say why, do not stop the run
+                OUT["torch_native_%s_b%d_step_cuda_graph_error" % (name, batch)] = "%s: %s" % (type(e).__name__, str(e)[:200])
         te, tt = _tb_pair(lambda: step(ember.bfloat16).item(), lambda: tstep(torch.bfloat16).item(), sync, reps)
         OUT[key + "_bf16_autocast_ms"] = te * 1e3
         OUT["torch_native_%s_b%d_step_bf16_autocast_ms" % (name, batch)] = tt * 1e3
@@ -855,7 +897,8 @@ def torch_backend_main():
     bench_torch_backend()
     OUT["seconds_bench_torch_backend"] = round(time.perf_counter() - t0, 1)
     head = ["torch_backend_f16_matmul_vs_torch", "torch_backend_op_overhead_vs_torch",
-            "torch_backend_mlp_b64_step_vs_torch"]
+            "torch_backend_mlp_b64_step_vs_torch", "torch_backend_mlp_b64_step_captured_vs_torch",
+            "torch_backend_mlp_b64_step_captured_ms", "torch_backend_mlp_b64_step_captured_lowering"]
     line = {k: OUT.get(k) for k in head}
     line.update({k: v for k, v in OUT.items() if k not in line})
     if arg("--json"):

@@ -96,9 +96,10 @@ class Compiled:
     """A step function that records itself and replays (see the module doc). ``stats`` counts
     ``eager``, ``recorded`` and ``replayed`` calls; ``refused`` maps keys to reasons."""
 
-    def __init__(self, fn, lower=True):
+    def __init__(self, fn, lower=True, inplace=True):
         self.fn = fn
         self.lower = lower
+        self.inplace = inplace
         self._plans = {}
         self._calls = {}
         self.refused = {}
@@ -223,6 +224,8 @@ class Compiled:
             return None, bad[0]
         outs = [o for o in leaves(res) if type(o) is OutTensor] + [o for _, _, o in state_out]
         plan = Plan(trace, [o.i for o in outs])
+        # (input slot, output slot) of each holder the step replaced: a lowering may update it in place
+        plan.state_in = [(trace.inputs[pos], o.i) for pos, _, o in state_out] if self.inplace else []
         why = self._check(plan, trace, arrays, outs)
         if why:
             return None, why
@@ -301,10 +304,13 @@ def _build(v, slots, base):
 
 
 
-def compile(fn=None, *, lower=True):
+def compile(fn=None, *, lower=True, inplace=True):
     """Record ``fn``'s step once and replay it (``ember.accel.capture``): ``step = compile(step)`` or
     ``@compile``. ``lower=False`` keeps the generic replay (each primitive called from Python) even
-    where the backend can lower the plan to its own kernels."""
+    where the backend can lower the plan to its own kernels. ``inplace=True`` lets a lowering that
+    can (the CUDA graph of ``Torch("cuda")``) update the step's state (parameters, optimizer buffers)
+    in its own buffers: a tensor of the old state kept from before a replay then sees the new values;
+    ``inplace=False`` gives the state fresh tensors every replay (two copies per state tensor)."""
     if fn is None:
-        return lambda f: Compiled(f, lower=lower)
-    return Compiled(fn, lower=lower)
+        return lambda f: Compiled(f, lower=lower, inplace=inplace)
+    return Compiled(fn, lower=lower, inplace=inplace)

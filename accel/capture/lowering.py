@@ -1,5 +1,6 @@
 """Backends' own replays of a plan: the C-backed Cpu's kernel calls (lower_c.py) and the Wgpu
-device's recorded dispatches (lower_wgpu.py); elsewhere the generic replay (plan.py) runs."""
+device's recorded dispatches (lower_wgpu.py), the Torch device's torch calls or CUDA graph
+(lower_torch.py); elsewhere the generic replay (plan.py) runs."""
 
 
 def _kind(base):
@@ -8,6 +9,8 @@ def _kind(base):
         return "c"
     if name == "Wgpu" and hasattr(base, "rt"):
         return "wgpu"
+    if name == "Torch" and hasattr(base, "device") and base.device.type in ("cpu", "cuda"):
+        return "torch"
     return None
 
 
@@ -30,6 +33,9 @@ def lower(plan, trace):
         if kind == "wgpu":
             from .lower_wgpu import lower as lower_wgpu
             return lower_wgpu(plan, trace)
+        if kind == "torch":
+            from .lower_torch import lower as lower_torch
+            return lower_torch(plan, trace)
     except ReplayError as e:
         return None, str(e)
     return None, "the backend has no lowering"

@@ -73,7 +73,7 @@ def from_float(x, dt):
     t = torch.trunc(x.to(F64))
     t = torch.where(torch.isfinite(t), t, 0.0)
     big = t.abs() >= _TWO63
-    if bool(big.any()):
+    if t.device.type != "cpu" or bool(big.any()):  # on a GPU always: a test would be a sync
         w = torch.fmod(t, _TWO64)  # exact: integral floats
         w = torch.where(w >= _TWO63, w - _TWO64, w)
         w = torch.where(w < -_TWO63, w + _TWO64, w)

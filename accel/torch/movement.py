@@ -107,10 +107,12 @@ def scatter(x, dim, index, src, mode):
         order = torch.arange(pos.numel(), device=pos.device)
         winner = torch.full((x.numel(),), -1, dtype=torch.int64, device=pos.device)
         winner.scatter_reduce_(0, pos, order, "amax")
-        keep = winner[pos] == order
-        out = x.reshape(-1).clone()
-        out[pos[keep]] = vals[keep]
-        return out.reshape(x.shape)
+        # each written position takes the value of its last write: a gather and a where, no boolean
+        # mask (a mask is a sync, which a CUDA graph cannot hold)
+        if vals.numel() == 0:
+            return x.clone()
+        taken = vals[winner.clamp(min=0)]
+        return torch.where(winner >= 0, taken, x.reshape(-1)).reshape(x.shape)
     hit = torch.zeros(x.numel(), dtype=torch.int64, device=x.device)  # bool add: or
     hit.index_add_(0, pos, vals.to(torch.int64))
     return (x.reshape(-1) | (hit != 0)).reshape(x.shape)

@@ -1,0 +1,285 @@
+"""The Torch lowerings: a plan replayed as a flat list of torch calls, or as one CUDA graph.
+
+Both start from the plan's entries (``plan.Plan``): each becomes a closure that reads its arguments
+from the slot list by position and calls the base device's primitive (or the fused composite), so a
+replay runs no template walk, no frontend, no autodiff: only the torch calls the recording made.
+
+- ``Torch("cpu")`` (and any Torch device where a graph cannot be taken): ``TorchPlan`` calls the
+  closures in order. The same functions on the same arrays: the eager step's bits.
+- ``Torch("cuda")``: ``CudaGraphPlan`` records the closures' kernel launches into one
+  ``torch.cuda.CUDAGraph``. The graph reads *static* buffers: one per input (a replay copies the
+  new batch in, unless the input already is that buffer), per feed (refilled from the host each
+  replay) and per random draw. ember's numbers are drawn on the host by its own generator (the same
+  stream as every device), so each draw runs again before the replay, outside the graph, and is
+  copied into its buffer: fresh numbers every replay, the eager step's numbers. The step's new state
+  (parameters, optimizer buffers) is written back into the input buffers inside the graph, and the
+  holders get those buffers: the state is updated in place, and the next replay copies nothing for
+  it. Results are cloned after the replay (the graph's own memory is overwritten by the next one).
+  Warm-up runs three times on a side stream first, as PyTorch's docs require.
+  On CUDA ``gather``/``scatter`` check their indices with a sync, which a graph cannot hold: inside
+  the graph a bad index is clamped and raises a flag on the device; the write-back keeps the old
+  state when the flag is up, and the replay reads the flag (one sync) and, if up, raises
+  ``ReplayError`` so that the step reruns eagerly and raises its own IndexOutOfRange.
+"""
+import torch
+
+from .lower_c import ReplayError
+from .plan import _resolve, _store
+from .trace import Slot
+
+
+def _closure(fn, e, base):
+    """``call(slots)`` running entry ``e`` as the generic plan does, with the templates resolved once."""
+    if e.kind == "primitive" and type(e.out) is Slot:
+        args = e.args
+        if all(type(a) is not tuple and type(a) is not list and type(a) is not dict for a in args):
+            fixed = [None if type(a) is Slot else a for a in args]
+            where = [(k, a.i) for k, a in enumerate(args) if type(a) is Slot]
+            o = e.out.i
+            if len(where) == len(args):
+                idx = [i for _, i in where]
+                if len(idx) == 1:
+                    i0 = idx[0]
+
+                    def call(slots):
+                        slots[o] = fn(slots[i0])
+                elif len(idx) == 2:
+                    i0, i1 = idx
+
+                    def call(slots):
+                        slots[o] = fn(slots[i0], slots[i1])
+                else:
+                    def call(slots):
+                        slots[o] = fn(*[slots[i] for i in idx])
+                return call
+
+            def call(slots):
+                a = list(fixed)
+                for k, i in where:
+                    a[k] = slots[i]
+                slots[o] = fn(*a)
+            return call
+    if e.kind == "composite":
+        def call(slots):
+            _store(e.out, fn(*_resolve(e.args, slots, base), **_resolve(e.kwargs, slots, base)), slots)
+    else:
+        def call(slots):
+            _store(e.out, fn(*_resolve(e.args, slots, base)), slots)
+    return call
+
+
+def _run_host(plan, slots, put):
+    """The step's hooks and feeds, in order; ``put(slot, array)`` stores a feed's new array."""
+    base = plan.base
+    for kind, x in plan.host:
+        if kind == "hook":
+            x()
+        else:
+            fn, shape, dtype = plan.feeds[x]
+            v = fn()
+            if type(v) in (list, tuple):
+                put(x, base.from_list(list(v), shape, dtype))
+            else:
+                put(x, base.full(shape, v, dtype))
+
+
+class TorchPlan:
+    """The plan's entries as closures over a slot list, called in order."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.base = plan.base
+        self.template = plan.template
+        self.inputs = plan.inputs
+        self.calls = [_closure(fn, e, plan.base) for fn, e in plan.calls]
+
+    def run(self, arrays, host=True):
+        slots = list(self.template)
+        for i, a in zip(self.inputs, arrays):
+            slots[i] = a
+        if host:
+            _run_host(self.plan, slots, slots.__setitem__)
+        for call in self.calls:
+            call(slots)
+        return slots
+
+
+def _no_check(*args):
+    return None
+
+
+class CudaGraphPlan:
+    """The plan's kernel launches as one CUDA graph over static buffers (see the module doc)."""
+
+    def __init__(self, plan, trace, state_in):
+        from ember.accel.torch import movement as _mv
+        base = plan.base
+        self.plan = plan
+        self.base = base
+        self.device = base.device
+        self.nslots = plan.nslots
+        arrays = trace.arrays
+        # static buffers: inputs (one per slot), feeds, draws
+        self.inputs = list(plan.inputs)
+        self.static = {}
+        for i in self.inputs:
+            if i not in self.static:
+                a = arrays[i]
+                if not isinstance(a, torch.Tensor) or a.device != self.device:
+                    raise ReplayError("an input is not a tensor on %s" % (self.device,))
+                self.static[i] = a.contiguous().clone()
+        self.layouts = [(arrays[i].shape, arrays[i].dtype) for i in self.inputs]
+        self.feeds = {x: plan.template[x].clone() for x in plan.feeds}
+        self.draws = []  # (random, args, static buffer), in the step's order
+        calls = []
+        self.flag = None
+        for fn, e in plan.calls:
+            if e.name == "random" and e.kind == "primitive":
+                out = arrays[e.out.i]
+                if not isinstance(out, torch.Tensor) or out.device != self.device:
+                    raise ReplayError("a random draw is not on %s" % (self.device,))
+                buf = out.clone()
+                self.draws.append((fn, e.args, buf))
+                calls.append(self._const(e.out.i, buf))
+                continue
+            if e.kind == "primitive" and e.name in ("gather", "scatter"):
+                if self.flag is None:
+                    self.flag = torch.zeros((), dtype=torch.bool, device=self.device)
+                calls.append(self._checked(fn, e))
+                continue
+            calls.append(_closure(fn, e, base))
+        self.calls = calls
+        self.names = [e.name for _, e in plan.calls]
+        self.state_in = [(i, o) for i, o in state_in if i in self.static
+                         and arrays[o].shape == arrays[i].shape and arrays[o].dtype == arrays[i].dtype]
+        written = {i for i, _ in self.state_in}
+        self.results = [o for o in plan.outputs if o not in {o2 for _, o2 in self.state_in}]
+        self.written_ptrs = {self.static[i].untyped_storage().data_ptr() for i in written}
+        # warm-up on a side stream, then the capture (index checks are the graph's own: see _checked)
+        saved = _mv.check_index
+        _mv.check_index = _no_check
+        try:
+            with torch.cuda.device(self.device):
+                self._no_sync()
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    for _ in range(3):
+                        self._body()
+                torch.cuda.current_stream().wait_stream(side)
+                self.graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(self.graph):
+                    self.outs = self._body()
+                torch.cuda.synchronize(self.device)
+        except ReplayError:
+            raise
+        except Exception as e:
+            raise ReplayError("the step cannot be taken as a CUDA graph: %s: %s" % (type(e).__name__, str(e)[:300]))
+        finally:
+            _mv.check_index = saved
+
+    def _no_sync(self):
+        """One run with torch's sync check on: an entry that waits for the GPU (a host read, a
+        boolean mask) cannot be captured; it is named, and no capture is tried."""
+        slots = list(self.plan.template)
+        for d in (self.static, self.feeds):
+            for i, v in d.items():
+                slots[i] = v
+        mode = torch.cuda.get_sync_debug_mode()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            for k, call in enumerate(self.calls):
+                try:
+                    call(slots)
+                except RuntimeError as e:
+                    if "synchroniz" not in str(e):
+                        raise
+                    raise ReplayError("entry %d (%s) waits for the GPU (a host read or a boolean mask), which a "
+                                      "CUDA graph cannot hold: %s" % (k, self.names[k], str(e)[:200]))
+        finally:
+            torch.cuda.set_sync_debug_mode(mode)
+
+    def _const(self, i, buf):
+        def call(slots):
+            slots[i] = buf
+        return call
+
+    def _checked(self, fn, e):
+        """gather/scatter with the index clamped in the graph and a bad one raising ``self.flag``."""
+        args = e.args
+        o = e.out.i
+        flag = self.flag
+        x_i, dim, idx_i = args[0].i, args[1], args[2].i
+        rest = args[3:]
+
+        def call(slots):
+            x, index = slots[x_i], slots[idx_i]
+            n = x.shape[dim]
+            flag.logical_or_(((index < 0) | (index >= n)).any())
+            index = index.clamp(0, max(n - 1, 0))
+            more = [slots[a.i] if type(a) is Slot else a for a in rest]
+            slots[o] = fn(x, dim, index, *more)
+        return call
+
+    def _body(self):
+        slots = list(self.plan.template)
+        for i, s in self.static.items():
+            slots[i] = s
+        for i, s in self.feeds.items():
+            slots[i] = s
+        if self.flag is not None:
+            self.flag.zero_()
+        for call in self.calls:
+            call(slots)
+        outs = {}
+        ptrs = self.written_ptrs
+        for o in self.results:  # a result that shares memory with a written-back input: copied first
+            r = slots[o]
+            outs[o] = r.clone() if r.untyped_storage().data_ptr() in ptrs else r
+        new = []
+        for i, o in self.state_in:
+            v = slots[o]
+            if v.untyped_storage().data_ptr() in ptrs:
+                v = v.clone()
+            new.append((self.static[i], v))
+        flag = self.flag
+        for dst, v in new:
+            dst.copy_(v if flag is None else torch.where(flag, dst, v))
+        return outs
+
+    def run(self, arrays, host=True):
+        for a, (shape, dtype) in zip(arrays, self.layouts):
+            if type(a) is not torch.Tensor or a.shape != shape or a.dtype != dtype or a.device != self.device:
+                raise ReplayError("an input's layout differs from the recording's")
+        static = self.static
+        for i, a in zip(self.inputs, arrays):
+            s = static[i]
+            if a is not s:
+                s.copy_(a)
+        if host:
+            feeds = self.feeds
+            _run_host(self.plan, None, lambda x, a: feeds[x].copy_(a))
+        for random, args, buf in self.draws:  # ember's stream, drawn again: fresh numbers each replay
+            buf.copy_(random(*args))
+        self.graph.replay()
+        if self.flag is not None and bool(self.flag):
+            raise ReplayError("an index was out of range")
+        slots = [None] * self.nslots
+        for o, r in self.outs.items():
+            slots[o] = r.clone()
+        for i, o in self.state_in:
+            slots[o] = static[i]
+        return slots
+
+
+def lower(plan, trace):
+    """(a lowered plan, None) or (None, why not)."""
+    base = plan.base
+    if base.device.type == "cuda":
+        try:
+            return CudaGraphPlan(plan, trace, getattr(plan, "state_in", [])), None
+        except ReplayError:
+            raise
+        except Exception as e:  # the generic replay still runs: say why
+            return None, "the CUDA graph could not be prepared: %s: %s" % (type(e).__name__, str(e)[:300])
+    return TorchPlan(plan), None
