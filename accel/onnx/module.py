@@ -127,8 +127,10 @@ class OnnxModule(Module):
     def _replay_key(self, device, inputs, values):
         """The key of the specialised replay for these inputs, or None where none applies: when an
         input or parameter is not on ``device`` (where a step runs would then depend on more than
-        the input shapes)."""
-        if not hasattr(device, "key"):
+        the input shapes), and on a decorating device (an export trace, which must see every node
+        as the graph has it)."""
+        from ember.backend import Decorator
+        if not hasattr(device, "key") or isinstance(device, Decorator):
             return None
         for _, v in values:
             if v.device != device:
