@@ -476,11 +476,29 @@ def _scalar(t, want):
     return abs(float(t.reshape(-1)[0].item()) - want) <= 1e-6 * max(1.0, abs(want))
 
 
+def _alias_identities(calls, names, protected):
+    """Drop the Identity calls (torch's exports alias shared weights through them): their readers
+    read the source instead. An Identity whose output the graph returns stays."""
+    alias = {}
+    keep_c, keep_n = [], []
+    for c, ins in zip(calls, names):
+        ins = [alias.get(i, i) for i in ins]
+        if c[1].op_type == "Identity" and c[0] is not _identity and len(c[5]) == 1 and ins and ins[0] \
+                and c[3][0] is None and c[5][0] not in protected and not c[6]:
+            alias[c[5][0]] = ins[0]
+            continue
+        srcs = tuple((k, alias.get(n, n)) for k, n in c[4])
+        keep_c.append(c[:4] + (srcs,) + c[5:])
+        keep_n.append(ins)
+    return keep_c, keep_n
+
+
 def fuse(calls, names, env, protected):
     """Rewrite two patterns of exported graphs into the composites whose fused C paths the Cpu has:
     MatMul by a 2-d weight then Add of a 1-d bias (``F.linear``), and the erf GELU
     ``x * (erf(x / sqrt 2) + 1) * 0.5`` (``F.gelu``). An intermediate value fuses away only when
     nothing else (another node, a graph output) reads it."""
+    calls, names = _alias_identities(calls, names, protected)
     uses = {}
     for ins in names:
         for i in ins:
