@@ -392,9 +392,10 @@ class Replay:
         return env
 
 
-def specialize(steps, env, dynamic, device, protected=()):
+def specialize(steps, env, dynamic, device, base, protected=()):
     """Run ``steps`` on ``env`` (like ``run_plan``; ``dynamic`` names the inputs and parameters, whose
-    values change between calls but whose shapes do not) and return (env, Replay)."""
+    values change between calls but whose shapes do not) and return (env, Replay); ``base`` is the
+    plan's constants on ``device``, the replay's starting scope; ``protected`` the graph outputs."""
     h = host()
     known = set(k for k in env if k not in dynamic)  # values fixed for these input shapes
     fixed = set(env)  # values whose shape these input shapes fix
@@ -444,9 +445,14 @@ def specialize(steps, env, dynamic, device, protected=()):
             dev = device  # the same device: new tensors are made with the model device's kernels
         calls.append((s.fn, node, dev, bound, tuple(srcs), tuple(s.outputs), tuple(moves), bool(node.graphs)))
         reads.append(list(s.inputs))
-    if not any(c[7] for c in calls):  # a subgraph reads names of the scope around it: nothing fuses there
+    consts = dict(base)
+    if any(c[7] for c in calls):
+        # a subgraph (Loop, Scan, an If kept) reads names of the scope around it, folded ones too:
+        # they stay in the replay's starting scope, and nothing is rewritten
+        consts.update((k, env[k]) for k in known if k in env)
+    else:
         calls = fuse(calls, reads, env, protected)
-    return env, Replay(calls, None)
+    return env, Replay(calls, consts)
 
 
 def _linear(node, x, w, b):

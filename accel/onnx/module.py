@@ -116,8 +116,7 @@ class OnnxModule(Module):
             run_plan(self._plan, env, device)
         else:
             dynamic = set(self._inputs) | set(n for n, _ in values)
-            env, replay = specialize(self._plan, env, dynamic, device, self._outputs)
-            replay.consts = dict(self._constants(device))
+            env, replay = specialize(self._plan, env, dynamic, device, self._constants(device), self._outputs)
             if len(self._replays) >= 16:
                 self._replays.clear()
             self._replays[key] = replay

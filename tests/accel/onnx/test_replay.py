@@ -119,3 +119,30 @@ def test_lenet_replay_equals_run_plan(device):
     model(xe)
     np.testing.assert_allclose(model(xe).numpy(), _plain(model, xe)[0], rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(model(xe).numpy(), ort(m, x)[0], rtol=1e-4, atol=1e-4)
+
+
+def test_loop_body_reads_a_folded_value_of_the_outer_scope():
+    """A Loop body reading a value the replay folded (a float made from the batch size)."""
+    n = helper.make_node
+    body = helper.make_graph(
+        [n("Identity", ["cond"], ["cond_out"]), n("Add", ["acc", "bf"], ["acc_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, None)])
+    nodes = [n("Shape", ["x"], ["s"]), n("Gather", ["s", "zero"], ["b"], axis=0),
+             n("Cast", ["b"], ["bf"], to=TensorProto.FLOAT),
+             n("Loop", ["trip", "", "x"], ["y"], body=body)]
+    g = helper.make_graph(nodes, "loop", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [_init("zero", np.array(0, np.int64)), _init("trip", np.array(3, np.int64))])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    device = ember.Cpu(kernels="c")
+    model = load(m.SerializeToString(), device=device)
+    for batch in (2, 2, 5, 5):
+        x = np.arange(batch * 2, dtype=np.float32).reshape(batch, 2)
+        got = model(ember.from_numpy(x, device=device)).numpy()
+        np.testing.assert_allclose(got, x + 3.0 * batch)
+        np.testing.assert_allclose(got, ort(m, x)[0])
