@@ -11,7 +11,9 @@ in which other processes used more than 0.3 cores are dropped while at least 3 r
 line is one JSON object: per-cell milliseconds and ``resnet18_b1_vs_ort``/``encoder_b1_vs_ort``,
 onnxruntime's time divided by the fastest ember CPU device's (above 1: ember is faster). The
 ``*_onnxload_*`` cells run the .onnx file itself through ``ember.accel.onnx.load`` (the importer's
-path: ``*_b1_onnxload_vs_ort`` is its ratio, on the fastest CPU device).
+path: ``*_b1_onnxload_vs_ort`` is its ratio, on the fastest CPU device). The ``*_compiled``
+cells run the C-Cpu ember.nn and onnx.load models under ``ember.accel.compile`` (step capture,
+docs/capture.md); ``*_b1_compiled_vs_ort`` is the faster of the two (``--no-compiled`` drops them).
 """
 import os
 
@@ -43,6 +45,7 @@ def parse_args(argv):
     p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                    help="cpu: this process's CPU time (busy neighbours do not inflate it; default); wall: elapsed")
     p.add_argument("--wgpu", action="store_true", help="also time ember on Wgpu (not in the ratio)")
+    p.add_argument("--no-compiled", action="store_true", help="leave out the ember.accel.compile cells")
     p.add_argument("--no-onnx-numpy", action="store_true", help="time the onnx.load cells on the C Cpu only")
     return p.parse_args(argv)
 
@@ -68,7 +71,7 @@ def cells(args):
     import ember
     import ember.nn as nn
     from ember.accel import NumPy, from_numpy
-    from ember.accel import onnx as ember_onnx
+    from ember.accel import compile, onnx as ember_onnx
     fx = _fixtures()
     folder = fx.ensure(names=MODELS)
     devices = [("cpu_c", ember.Cpu(kernels="c")), ("numpy", NumPy())]
@@ -104,6 +107,19 @@ def cells(args):
                 raise SystemExit("bench/onnx.py: onnx.load(%s) on %s differs from onnxruntime by %g (expected <= 1e-4)"
                                  % (name, dev_name, err))
             out["%s_onnxload_%s" % (name, dev_name)] = lambda m=model, v=xe: m(v).numpy()
+        if not args.no_compiled:
+            # both C-Cpu models under ember.accel.compile (step capture replays the recorded kernels)
+            for kind in ("ember", "onnxload"):
+                fn = out["%s_%s_cpu_c" % (name, kind)]
+                model, xe = fn.__defaults__
+                step = compile(lambda v, m=model: m(v))
+                for _ in range(3):
+                    y = step(xe)
+                err = float(np.abs(y.numpy() - expected).max())
+                if err > 1e-4 or step.stats.get("replayed", 0) < 1:
+                    raise SystemExit("bench/onnx.py: compiled %s (%s) differs from onnxruntime by %g or did not "
+                                     "replay (%s, %s)" % (name, kind, err, step.stats, step.refused))
+                out["%s_%s_cpu_c_compiled" % (name, kind)] = lambda f=step, v=xe: f(v).numpy()
     return out
 
 
@@ -149,6 +165,9 @@ def main(argv):
         result["%s_b1_vs_ort" % name] = round(median(times["%s_ort" % name]) / ember_ms, 3)
         loaded = [median(v) for k, v in times.items() if k.startswith("%s_onnxload_" % name)]
         result["%s_b1_onnxload_vs_ort" % name] = round(median(times["%s_ort" % name]) / min(loaded), 3)
+        compiled = [median(v) for k, v in times.items() if k.startswith(name + "_") and k.endswith("_compiled")]
+        if compiled:
+            result["%s_b1_compiled_vs_ort" % name] = round(median(times["%s_ort" % name]) / min(compiled), 3)
     result.update(rounds_kept=args.rounds - dropped, rounds_dropped=dropped, clock=args.clock, threads=1)
     for k, v in sorted(result.items()):
         print("%-32s %s" % (k, v))

@@ -155,7 +155,7 @@ def gather(n, x, idx):
     from ..graph import host
     if idx.dim() == 0 and idx.dtype.kind == "i" and idx.device == host():
         # one index read on the host (a shape-arithmetic constant such as h[:, 0]): a view
-        i = int(idx.item())
+        i = ints(idx)[0]  # remembered after the first read: a step capture sees no host read
         d = x.shape[a]
         if not -d <= i < d:
             n.fail("expected an index in [%d, %d), found %d" % (-d, d, i))
