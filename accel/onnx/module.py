@@ -131,10 +131,11 @@ class OnnxModule(Module):
         from ember.backend import Decorator
         if not hasattr(device, "key") or isinstance(device, Decorator):
             return None
-        for _, v in values:
+        key = [device.key()]
+        for _, v in values:  # a parameter's shape folds too (a Shape of a weight)
             if v.device != device:
                 return None
-        key = [device.key()]
+            key.append(v.shape)
         for x in inputs:
             if not hasattr(x, "device") or x.device != device:
                 return None
