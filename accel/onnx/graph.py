@@ -7,6 +7,8 @@ known: Constant, shape arithmetic, Shape of a value whose dims shape inference f
 whose condition is known (its branch is inlined). What stays is a list of ``Step``s that
 ``run_plan`` executes with ember ops on the inputs' device.
 """
+import ember
+import ember.nn.functional as F
 from ember.errors import ArgumentError, EmberError, RecordError
 
 from . import ops
@@ -456,23 +458,14 @@ def specialize(steps, env, dynamic, device, base, protected=()):
 
 
 def _linear(node, x, w, b):
+    """MatMul(x, w) + b as ``F.linear`` (one fused C call on the C-backed Cpu)."""
     if w.dim() == 2 and b.dim() == 1:
-        return F().linear(x, w.T, b)
-    return ember_mod().matmul(x, w) + b
+        return F.linear(x, w.T, b)
+    return ember.matmul(x, w) + b
 
 
 def _gelu(node, x):
-    return F().gelu(x)
-
-
-def F():
-    import ember.nn.functional as f
-    return f
-
-
-def ember_mod():
-    import ember
-    return ember
+    return F.gelu(x)
 
 
 def _scalar(t, want):
@@ -541,8 +534,7 @@ def fuse(calls, names, env, protected):
             nb = calls[nxt]
             if nb[6]:
                 continue
-            ka = c[3][0] if c[3][0] is not None else None
-            args = [ka, c[3][1], nb[3][names[nxt].index(b_name[0])]]
+            args = [c[3][0], c[3][1], nb[3][names[nxt].index(b_name[0])]]
             srcs = tuple((j, n) for j, n in ((0, names[k][0]), (1, names[k][1]), (2, b_name[0]))
                          if args[j] is None)
             replaced[nxt] = (_linear, nb[1], nb[2], args, srcs, nb[5], (), False)
