@@ -9,7 +9,11 @@ thread everywhere (EMBER_NUM_THREADS, BLAS, onnxruntime's intra- and inter-op po
 is timed once per round, the cells in shuffled order; a figure is the median over rounds. Rounds
 in which other processes used more than 0.3 cores are dropped while at least 3 remain. The last
 line is one JSON object: per-cell milliseconds and ``resnet18_b1_vs_ort``/``encoder_b1_vs_ort``,
-onnxruntime's time divided by the fastest ember CPU device's (above 1: ember is faster).
+onnxruntime's time divided by the fastest ember CPU device's (above 1: ember is faster). The
+``*_onnxload_*`` cells run the .onnx file itself through ``ember.accel.onnx.load`` (the importer's
+path: ``*_b1_onnxload_vs_ort`` is its ratio, on the fastest CPU device). The ``*_compiled``
+cells run the C-Cpu ember.nn and onnx.load models under ``ember.accel.compile`` (step capture,
+docs/capture.md); ``*_b1_compiled_vs_ort`` is the faster of the two (``--no-compiled`` drops them).
 """
 import os
 
@@ -24,6 +28,10 @@ import time  # noqa: E402
 
 from _load import LoadMeter  # noqa: E402  (bench/_load.py: this script's folder is on sys.path)
 
+# this file is named onnx.py: with its folder on sys.path, the importer's ``import onnx`` would find it
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+
 MODELS = ("resnet18", "encoder")
 QUIET_CORES = 0.3
 MIN_KEPT = 3
@@ -37,6 +45,8 @@ def parse_args(argv):
     p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                    help="cpu: this process's CPU time (busy neighbours do not inflate it; default); wall: elapsed")
     p.add_argument("--wgpu", action="store_true", help="also time ember on Wgpu (not in the ratio)")
+    p.add_argument("--no-compiled", action="store_true", help="leave out the ember.accel.compile cells")
+    p.add_argument("--no-onnx-numpy", action="store_true", help="time the onnx.load cells on the C Cpu only")
     return p.parse_args(argv)
 
 
@@ -61,6 +71,7 @@ def cells(args):
     import ember
     import ember.nn as nn
     from ember.accel import NumPy, from_numpy
+    from ember.accel import compile, onnx as ember_onnx
     fx = _fixtures()
     folder = fx.ensure(names=MODELS)
     devices = [("cpu_c", ember.Cpu(kernels="c")), ("numpy", NumPy())]
@@ -87,6 +98,28 @@ def cells(args):
                 raise SystemExit("bench/onnx.py: %s on %s differs from onnxruntime by %g (expected <= 1e-4)"
                                  % (name, dev_name, err))
             out["%s_ember_%s" % (name, dev_name)] = lambda m=model, v=xe: m(v).numpy()
+        # the same file imported by ember.accel.onnx.load (what a user of the importer runs)
+        for dev_name, dev in devices[:1] if args.no_onnx_numpy else devices:
+            model = ember_onnx.load(base + ".onnx", device=dev).eval()
+            xe = from_numpy(x).to("cpu").to(dev)
+            err = float(np.abs(model(xe).numpy() - expected).max())
+            if err > 1e-4:
+                raise SystemExit("bench/onnx.py: onnx.load(%s) on %s differs from onnxruntime by %g (expected <= 1e-4)"
+                                 % (name, dev_name, err))
+            out["%s_onnxload_%s" % (name, dev_name)] = lambda m=model, v=xe: m(v).numpy()
+        if not args.no_compiled:
+            # both C-Cpu models under ember.accel.compile (step capture replays the recorded kernels)
+            for kind in ("ember", "onnxload"):
+                fn = out["%s_%s_cpu_c" % (name, kind)]
+                model, xe = fn.__defaults__
+                step = compile(lambda v, m=model: m(v))
+                for _ in range(3):
+                    y = step(xe)
+                err = float(np.abs(y.numpy() - expected).max())
+                if err > 1e-4 or step.stats.get("replayed", 0) < 1:
+                    raise SystemExit("bench/onnx.py: compiled %s (%s) differs from onnxruntime by %g or did not "
+                                     "replay (%s, %s)" % (name, kind, err, step.stats, step.refused))
+                out["%s_%s_cpu_c_compiled" % (name, kind)] = lambda f=step, v=xe: f(v).numpy()
     return out
 
 
@@ -130,6 +163,12 @@ def main(argv):
     for name in MODELS:
         ember_ms = min(median(times["%s_ember_%s" % (name, d)]) for d in ("cpu_c", "numpy"))
         result["%s_b1_vs_ort" % name] = round(median(times["%s_ort" % name]) / ember_ms, 3)
+        loaded = [median(v) for k, v in times.items()
+                  if k.startswith("%s_onnxload_" % name) and not k.endswith("_compiled")]
+        result["%s_b1_onnxload_vs_ort" % name] = round(median(times["%s_ort" % name]) / min(loaded), 3)
+        compiled = [median(v) for k, v in times.items() if k.startswith(name + "_") and k.endswith("_compiled")]
+        if compiled:
+            result["%s_b1_compiled_vs_ort" % name] = round(median(times["%s_ort" % name]) / min(compiled), 3)
     result.update(rounds_kept=args.rounds - dropped, rounds_dropped=dropped, clock=args.clock, threads=1)
     for k, v in sorted(result.items()):
         print("%-32s %s" % (k, v))

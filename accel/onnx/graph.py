@@ -7,6 +7,8 @@ known: Constant, shape arithmetic, Shape of a value whose dims shape inference f
 whose condition is known (its branch is inlined). What stays is a list of ``Step``s that
 ``run_plan`` executes with ember ops on the inputs' device.
 """
+import ember
+import ember.nn.functional as F
 from ember.errors import ArgumentError, EmberError, RecordError
 
 from . import ops
@@ -330,3 +332,241 @@ def run_plan(steps, env, device):
             if name:
                 env[name] = v
     return env
+
+
+# -- specialised replay -------------------------------------------------------------------------------
+# With a dynamic dimension (torch's exported batch), the shape arithmetic (Shape -> Gather -> Concat
+# -> Reshape) cannot fold at load and runs node by node every call. ``specialize`` runs the plan once
+# for given input shapes, folds every value that depends only on those shapes and on constants, and
+# returns a ``Replay``: the remaining device steps as a flat list with their constant arguments bound
+# (and already moved to the device). A value's shape counts as fixed by the input shapes only through
+# ops whose output shape follows from their inputs' shapes and attributes (``SHAPE_ONLY``) or from
+# those and known values of their later inputs (``SHAPE_FROM_KNOWN``); a Shape of anything else
+# (NonZero, Loop, a Reshape to a computed-from-data shape, ...) is never folded.
+
+SHAPE_ONLY = frozenset((
+    "Abs", "Acos", "Acosh", "Add", "And", "Asin", "Asinh", "Atan", "Atanh", "AveragePool", "BatchNormalization",
+    "BitShift", "BitwiseAnd", "BitwiseNot", "BitwiseOr", "BitwiseXor", "Cast", "CastLike", "Ceil", "Celu", "Clip",
+    "Concat", "Conv", "ConvTranspose", "Cos", "Cosh", "CumSum", "DepthToSpace", "Div", "Einsum", "Elu", "Equal",
+    "Erf", "Exp", "Flatten", "Floor", "Gather", "GatherElements", "GatherND", "Gelu", "Gemm", "GlobalAveragePool",
+    "GlobalLpPool", "GlobalMaxPool", "Greater", "GreaterOrEqual", "GroupNormalization", "HardSigmoid",
+    "HardSwish", "Hardmax", "Identity", "InstanceNormalization", "IsInf", "IsNaN", "LRN", "LayerNormalization",
+    "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "LpNormalization", "LpPool", "MatMul", "Max",
+    "MaxPool", "Mean", "MeanVarianceNormalization", "Min", "Mish", "Mod", "Mul", "Neg", "Not", "Or", "PRelu",
+    "Pow", "RMSNormalization", "Reciprocal", "Relu", "Round", "Selu", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh",
+    "Softmax", "Softplus", "Softsign", "SpaceToDepth", "Sqrt", "Sub", "Sum", "Swish", "Tan", "Tanh",
+    "ThresholdedRelu", "Transpose", "Where", "Xor"))
+SHAPE_FROM_KNOWN = frozenset((
+    "ArgMax", "ArgMin", "Expand", "Pad", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+    "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Reshape", "Resize", "Slice",
+    "Split", "Squeeze", "Tile", "TopK", "Unsqueeze", "Upsample"))
+
+
+class Replay:
+    """The plan specialised to one set of input shapes: ``run(env)`` executes the device steps."""
+    __slots__ = ("calls", "consts")
+
+    def __init__(self, calls, consts):
+        self.calls, self.consts = calls, consts
+
+    def run(self, env):
+        for fn, node, dev, args, srcs, outs, moves, scoped in self.calls:
+            for k, name in srcs:
+                args[k] = env[name]
+            for k in moves:
+                args[k] = args[k].to(dev)
+            node.device = dev
+            if scoped:
+                node.scope = env
+            try:
+                got = fn(node, *args)
+            except EmberError as e:
+                text = str(e)
+                if text.startswith("onnx"):
+                    raise
+                raise type(e)("onnx: node %s: %s" % (node.label(), text)) from e
+            if len(outs) == 1:
+                env[outs[0]] = got[0] if isinstance(got, (tuple, list)) else got
+            else:
+                for name, v in zip(outs, got if isinstance(got, (tuple, list)) else (got,)):
+                    if name:
+                        env[name] = v
+        return env
+
+
+def specialize(steps, env, dynamic, device, base, protected=()):
+    """Run ``steps`` on ``env`` (like ``run_plan``; ``dynamic`` names the inputs and parameters, whose
+    values change between calls but whose shapes do not) and return (env, Replay); ``base`` is the
+    plan's constants on ``device``, the replay's starting scope; ``protected`` the graph outputs."""
+    h = host()
+    known = set(k for k in env if k not in dynamic)  # values fixed for these input shapes
+    fixed = set(env)  # values whose shape these input shapes fix
+    calls, reads = [], []
+    for s in steps:
+        node = s.node
+        op = node.op_type
+        args = [env[i] if i else None for i in s.inputs]
+        present = [a for a in args if a is not None and hasattr(a, "device")]
+        if op in ("Shape", "Size") or (present and all(a.device == h for a in present)):
+            dev = h
+        else:
+            dev = device
+        moved = [k for k, a in enumerate(args) if dev != h and a is not None and k not in s.static
+                 and hasattr(a, "device") and a.device == h]
+        if node.graphs:
+            node.scope = env
+            dev = device
+        node.device = dev
+        real = [a for a in args if a is not None]
+        call_args = [a.to(dev) if k in moved else a for k, a in enumerate(args)]
+        outs = _run(node, s.fn, call_args)
+        for name, v in zip(s.outputs, outs):
+            if name:
+                env[name] = v
+        names = [i for i in s.inputs if i]
+        if not node.graphs and op not in NONDETERMINISTIC and (
+                (op in ("Shape", "Size") and s.inputs[0] in fixed) or (real and all(i in known for i in names))):
+            known.update(o for o in s.outputs if o)
+            fixed.update(o for o in s.outputs if o)
+            continue
+        if not node.graphs and all(i in fixed for i in names) and (
+                op in SHAPE_ONLY or (op in SHAPE_FROM_KNOWN and all(i in known for i in s.inputs[1:] if i))):
+            fixed.update(o for o in s.outputs if o)
+        bound = [None] * len(args)
+        srcs, moves = [], []
+        for k, name in enumerate(s.inputs):
+            if not name:
+                continue
+            if name in known:
+                bound[k] = call_args[k]  # a constant for these shapes, moved once
+            else:
+                srcs.append((k, name))
+                if k in moved:
+                    moves.append(k)
+        if device == h:
+            dev = device  # the same device: new tensors are made with the model device's kernels
+        calls.append((s.fn, node, dev, bound, tuple(srcs), tuple(s.outputs), tuple(moves), bool(node.graphs)))
+        reads.append(list(s.inputs))
+    consts = dict(base)
+    if any(c[7] for c in calls):
+        # a subgraph (Loop, Scan, an If kept) reads names of the scope around it, folded ones too:
+        # they stay in the replay's starting scope, and nothing is rewritten
+        consts.update((k, env[k]) for k in known if k in env)
+    else:
+        calls = fuse(calls, reads, env, protected)
+    return env, Replay(calls, consts)
+
+
+def _linear(node, x, w, b):
+    """MatMul(x, w) + b as ``F.linear`` (one fused C call on the C-backed Cpu)."""
+    if w.dim() == 2 and b.dim() == 1:
+        return F.linear(x, w.T, b)
+    return ember.matmul(x, w) + b
+
+
+def _gelu(node, x):
+    return F.gelu(x)
+
+
+def _scalar(t, want):
+    """Whether the bound constant ``t`` is one number within 1e-6 of ``want``."""
+    if t is None or not hasattr(t, "numel") or t.numel() != 1 or t.dtype.kind != "f":
+        return False
+    return abs(float(t.reshape(-1)[0].item()) - want) <= 1e-6 * max(1.0, abs(want))
+
+
+def _alias_identities(calls, names, protected):
+    """Drop the Identity calls (torch's exports alias shared weights through them): their readers
+    read the source instead. An Identity whose output the graph returns stays."""
+    alias = {}
+    keep_c, keep_n = [], []
+    for c, ins in zip(calls, names):
+        ins = [alias.get(i, i) for i in ins]
+        if c[1].op_type == "Identity" and c[0] is not _identity and len(c[5]) == 1 and ins and ins[0] \
+                and c[3][0] is None and c[5][0] not in protected and not c[6]:
+            alias[c[5][0]] = ins[0]
+            continue
+        srcs = tuple((k, alias.get(n, n)) for k, n in c[4])
+        keep_c.append(c[:4] + (srcs,) + c[5:])
+        keep_n.append(ins)
+    return keep_c, keep_n
+
+
+def fuse(calls, names, env, protected):
+    """Rewrite two patterns of exported graphs into the composites whose fused C paths the Cpu has:
+    MatMul by a 2-d weight then Add of a 1-d bias (``F.linear``), and the erf GELU
+    ``x * (erf(x / sqrt 2) + 1) * 0.5`` (``F.gelu``). An intermediate value fuses away only when
+    nothing else (another node, a graph output) reads it."""
+    calls, names = _alias_identities(calls, names, protected)
+    uses = {}
+    for ins in names:
+        for i in ins:
+            if i:
+                uses[i] = uses.get(i, 0) + 1
+    for o in protected:
+        uses[o] = uses.get(o, 0) + 2
+    op = [c[1].op_type for c in calls]
+    outs = [c[5] for c in calls]
+    single = {}  # value -> index of the call that reads it, where exactly one call does
+    for k, ins in enumerate(names):
+        for i in ins:
+            if i and uses.get(i) == 1:
+                single[i] = k
+    dead = set()
+    replaced = {}
+    for k, c in enumerate(calls):
+        if k in dead or len(outs[k]) != 1 or c[6]:
+            continue
+        out = outs[k][0]
+        nxt = single.get(out)
+        if nxt is None:
+            continue
+        if op[k] == "MatMul" and op[nxt] == "Add" and names[k][0] and names[k][1]:
+            w = env.get(names[k][1])
+            b_name = [i for i in names[nxt] if i != out]
+            if len(b_name) != 1 or w is None or w.dim() != 2 or names[nxt].count(out) != 1:
+                continue
+            b = env.get(b_name[0])
+            x = env.get(names[k][0])
+            if b is None or x is None or b.dim() != 1 or b.shape[0] != w.shape[1] or x.dim() < 1 \
+                    or x.dtype != w.dtype or b.dtype != w.dtype or w.dtype.kind != "f":
+                continue
+            nb = calls[nxt]
+            if nb[6]:
+                continue
+            args = [c[3][0], c[3][1], nb[3][names[nxt].index(b_name[0])]]
+            srcs = tuple((j, n) for j, n in ((0, names[k][0]), (1, names[k][1]), (2, b_name[0]))
+                         if args[j] is None)
+            replaced[nxt] = (_linear, nb[1], nb[2], args, srcs, nb[5], (), False)
+            dead.add(k)
+        elif op[k] == "Div" and _scalar(c[3][1], 2.0 ** 0.5) and names[k][0]:
+            x_name = names[k][0]
+            chain = [k]
+            e = nxt
+            if op[e] != "Erf" or len(outs[e]) != 1:
+                continue
+            a = single.get(outs[e][0])
+            if a is None or op[a] != "Add" or len(outs[a]) != 1:
+                continue
+            other = 1 - names[a].index(outs[e][0])
+            if not _scalar(calls[a][3][other], 1.0):
+                continue
+            m = single.get(outs[a][0])
+            if m is None or op[m] != "Mul" or sorted(names[m]) != sorted([x_name, outs[a][0]]) or len(outs[m]) != 1:
+                continue
+            h = single.get(outs[m][0])
+            if h is None or op[h] != "Mul":
+                continue
+            other = 1 - names[h].index(outs[m][0])
+            if not _scalar(calls[h][3][other], 0.5):
+                continue
+            chain += [e, a, m]
+            x = env.get(x_name)
+            if x is None or x.dtype.kind != "f":
+                continue
+            nh = calls[h]
+            bound = [c[3][0]]
+            srcs = ((0, x_name),) if bound[0] is None else ()
+            replaced[h] = (_gelu, nh[1], nh[2], bound, srcs, nh[5], (), False)
+            dead.update(chain)
+    return [replaced.get(k, c) for k, c in enumerate(calls) if k not in dead]

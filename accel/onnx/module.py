@@ -8,7 +8,7 @@ import re
 
 from ember.nn import Module, Param
 
-from .graph import run_plan
+from .graph import run_plan, specialize
 
 _BAD = re.compile(r"[^0-9A-Za-z_]")
 
@@ -25,7 +25,9 @@ class _Scope(Module):
 
 class OnnxModule(Module):
     """Runs an ONNX graph with ember ops: ``model(*inputs)`` gives its outputs (one tensor, or a
-    tuple when the graph has several)."""
+    tuple when the graph has several). The first call for given input shapes runs the plan node by
+    node and keeps a replay (``graph.specialize``: shape arithmetic folded, flat bound calls, a
+    few fused rewrites); later calls with those shapes run the replay."""
 
     def __init__(self, plan, consts, params, inputs, outputs, device):
         super().__init__()
@@ -35,6 +37,7 @@ class OnnxModule(Module):
         object.__setattr__(self, "_outputs", outputs)
         object.__setattr__(self, "_device", device)
         object.__setattr__(self, "_moved", {})
+        object.__setattr__(self, "_replays", {})
         where = []
         used = set()
         for onnx_name, t in params:
@@ -94,10 +97,49 @@ class OnnxModule(Module):
         params = dict(self.named_parameters())
         device = inputs[0].device if inputs else (next(iter(params.values())).value.device if params else self._device)
         env = dict(self._constants(device))
-        for onnx_name, path in self._param_paths:
-            env[onnx_name] = params[path].value
+        values = [(onnx_name, params[path].value) for onnx_name, path in self._param_paths]
+        key = self._replay_key(device, inputs, values)
+        if key is not None:
+            replay = self._replays.get(key)
+            if replay is not None:
+                env = dict(replay.consts)
+                for onnx_name, v in values:
+                    env[onnx_name] = v
+                for name, x in zip(self._inputs, inputs):
+                    env[name] = x
+                replay.run(env)
+                outs = tuple(env[o] for o in self._outputs)
+                return outs[0] if len(outs) == 1 else outs
+        for onnx_name, v in values:
+            env[onnx_name] = v
         for name, x in zip(self._inputs, inputs):
             env[name] = x
-        run_plan(self._plan, env, device)
+        if key is None:
+            run_plan(self._plan, env, device)
+        else:
+            dynamic = set(self._inputs) | set(n for n, _ in values)
+            env, replay = specialize(self._plan, env, dynamic, device, self._constants(device), self._outputs)
+            if len(self._replays) >= 16:
+                self._replays.clear()
+            self._replays[key] = replay
         outs = tuple(env[o] for o in self._outputs)
         return outs[0] if len(outs) == 1 else outs
+
+    def _replay_key(self, device, inputs, values):
+        """The key of the specialised replay for these inputs, or None where none applies: when an
+        input or parameter is not on ``device`` (where a step runs would then depend on more than
+        the input shapes), and on a decorating device (an export trace, which must see every node
+        as the graph has it)."""
+        from ember.backend import Decorator
+        if not hasattr(device, "key") or isinstance(device, Decorator):
+            return None
+        key = [device.key()]
+        for _, v in values:  # a parameter's shape folds too (a Shape of a weight)
+            if v.device != device:
+                return None
+            key.append(v.shape)
+        for x in inputs:
+            if not hasattr(x, "device") or x.device != device:
+                return None
+            key.append((tuple(x.shape), x.dtype.name))
+        return tuple(key)

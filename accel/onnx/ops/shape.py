@@ -152,6 +152,14 @@ def _positive(idx, d):
 @op("Gather", attrs="axis")
 def gather(n, x, idx):
     a = axis(n.attr("axis", 0), x.dim(), n)
+    from ..graph import host
+    if idx.dim() == 0 and idx.dtype.kind == "i" and idx.device == host():
+        # one index read on the host (a shape-arithmetic constant such as h[:, 0]): a view
+        i = ints(idx)[0]  # remembered after the first read: a step capture sees no host read
+        d = x.shape[a]
+        if not -d <= i < d:
+            n.fail("expected an index in [%d, %d), found %d" % (-d, d, i))
+        return x.narrow(a, i + d if i < 0 else i, 1).squeeze(a)
     flat = _positive(idx.to(ember.int64), x.shape[a]).reshape(-1)
     out = x.index_select(a, flat)
     return out.reshape(*(list(x.shape[:a]) + list(idx.shape) + list(x.shape[a + 1:])))

@@ -15,11 +15,25 @@ def onnx_dtype(code, n):
     return getattr(ember, name)
 
 
+_INTS = {}  # id(tensor) -> (tensor, values): a replay's bound shape constants are read once
+
+
 def ints(t):
-    """The values of a small int tensor as a list of Python ints (None stays None)."""
+    """The values of a small int tensor as a list of Python ints (None stays None). The values of a
+    tensor of at most 16 elements are remembered (the tensor kept beside them, so its id stays
+    its own): the ops never write into their inputs, and a replay passes the same constant
+    Reshape targets and Slice bounds every call."""
     if t is None:
         return None
-    return [int(v) for v in t.reshape(-1).tolist()]
+    got = _INTS.get(id(t))
+    if got is not None and got[0] is t:
+        return list(got[1])
+    out = [int(v) for v in t.reshape(-1).tolist()]
+    if len(out) <= 16:
+        if len(_INTS) >= 1024:
+            _INTS.clear()
+        _INTS[id(t)] = (t, tuple(out))
+    return out
 
 
 def floats(t):
