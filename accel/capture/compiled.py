@@ -96,7 +96,7 @@ class Compiled:
     """A step function that records itself and replays (see the module doc). ``stats`` counts
     ``eager``, ``recorded`` and ``replayed`` calls; ``refused`` maps keys to reasons."""
 
-    def __init__(self, fn, lower=True, inplace=True):
+    def __init__(self, fn, lower=True, inplace=False):
         self.fn = fn
         self.lower = lower
         self.inplace = inplace
@@ -304,13 +304,14 @@ def _build(v, slots, base):
 
 
 
-def compile(fn=None, *, lower=True, inplace=True):
+def compile(fn=None, *, lower=True, inplace=False):
     """Record ``fn``'s step once and replay it (``ember.accel.capture``): ``step = compile(step)`` or
     ``@compile``. ``lower=False`` keeps the generic replay (each primitive called from Python) even
-    where the backend can lower the plan to its own kernels. ``inplace=True`` lets a lowering that
-    can (the CUDA graph of ``Torch("cuda")``) update the step's state (parameters, optimizer buffers)
-    in its own buffers: a tensor of the old state kept from before a replay then sees the new values;
-    ``inplace=False`` gives the state fresh tensors every replay (two copies per state tensor)."""
+    where the backend can lower the plan to its own kernels. By default the step's state (parameters,
+    optimizer buffers) gets fresh tensors every replay, so no tensor a replay returned is overwritten
+    (ember's value semantics; two copies per state tensor in the CUDA graph of ``Torch("cuda")``).
+    ``inplace=True`` lets a lowering that can (that CUDA graph) update the state in its own buffers:
+    faster, but a tensor of the old state kept from before a replay then sees the new values."""
     if fn is None:
         return lambda f: Compiled(f, lower=lower, inplace=inplace)
     return Compiled(fn, lower=lower, inplace=inplace)
