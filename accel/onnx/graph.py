@@ -378,17 +378,11 @@ class Replay:
             node.device = dev
             if scoped:
                 node.scope = env
-            try:
-                got = fn(node, *args)
-            except EmberError as e:
-                text = str(e)
-                if text.startswith("onnx"):
-                    raise
-                raise type(e)("onnx: node %s: %s" % (node.label(), text)) from e
+            got = _run(node, fn, args)
             if len(outs) == 1:
-                env[outs[0]] = got[0] if isinstance(got, (tuple, list)) else got
+                env[outs[0]] = got[0]
             else:
-                for name, v in zip(outs, got if isinstance(got, (tuple, list)) else (got,)):
+                for name, v in zip(outs, got):
                     if name:
                         env[name] = v
         return env

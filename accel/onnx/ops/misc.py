@@ -183,22 +183,29 @@ def rnn(n, x, W, R, B=None, seq_lens=None, h0=None):
     return (Y, h)[:max(1, len(n.outputs))]
 
 
+def _distinct(items, sort):
+    """Unique's tables for ``items`` (values or row tuples): the distinct ones (sorted, or in order of
+    first appearance), each one's first index, each one's position among them, and their counts."""
+    firsts = {}
+    for i, v in enumerate(items):
+        firsts.setdefault(v, i)
+    keys = sorted(firsts) if sort else list(firsts)
+    pos = {}
+    for j, k in enumerate(keys):
+        pos[k] = j
+    counts = [0] * len(keys)
+    for v in items:
+        counts[pos[v]] += 1
+    return keys, firsts, pos, counts
+
+
 @op("Unique", since=11, attrs="axis sorted")
 def unique(n, x):
     a = n.attr("axis")
     if a is not None:
         return _unique_axis(n, x, a)
     flat = x.reshape(-1).tolist()
-    firsts = {}
-    for i, v in enumerate(flat):
-        firsts.setdefault(v, i)
-    vals = sorted(firsts) if n.attr("sorted", 1) else list(firsts)
-    pos = {}
-    for j, v in enumerate(vals):
-        pos[v] = j
-    counts = [0] * len(vals)
-    for v in flat:
-        counts[pos[v]] += 1
+    vals, firsts, pos, counts = _distinct(flat, n.attr("sorted", 1))
     dev = x.device
     return (ember.tensor(vals, dtype=x.dtype, device=dev), ember.tensor([firsts[v] for v in vals], dtype=ember.int64, device=dev),
             ember.tensor([pos[v] for v in flat], dtype=ember.int64, device=dev),
@@ -211,16 +218,7 @@ def _unique_axis(n, x, a):
     a = _axis(a, x.dim(), n)
     moved = x.swap_dims(0, a) if a else x
     rows = [tuple(r) for r in moved.reshape(moved.shape[0], -1).tolist()]
-    firsts = {}
-    for i, r in enumerate(rows):
-        firsts.setdefault(r, i)
-    keys = sorted(firsts) if n.attr("sorted", 1) else list(firsts)
-    pos = {}
-    for j, k in enumerate(keys):
-        pos[k] = j
-    counts = [0] * len(keys)
-    for r in rows:
-        counts[pos[r]] += 1
+    keys, firsts, pos, counts = _distinct(rows, n.attr("sorted", 1))
     dev = x.device
     picked = ember.tensor([firsts[k] for k in keys], dtype=ember.int64, device=dev)
     return (x.index_select(a, picked), picked, ember.tensor([pos[r] for r in rows], dtype=ember.int64, device=dev),
