@@ -240,6 +240,8 @@ docs: $(VENV)
 	@[ -f test-artifacts/web/digit-3-cpu.png ] || $(MAKE) --no-print-directory test-web
 	cp test-artifacts/web/digit-3-cpu.png book/img/generated/browser-digit-cpu.png
 	cp test-artifacts/web/image-upload.png book/img/generated/browser-image.png
+	@# from no API tree, as on a fresh clone (book/hooks/api_tree.py builds it before mkdocstrings starts)
+	rm -rf build/book-api
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # Every ```python block of the book run as a test (tests/book), then the book built

@@ -3,9 +3,13 @@
 The import name ``ember`` is the folder ``core_pure/`` and ``ember.accel`` is ``accel/`` (pyproject's
 package-dir); griffe reads packages from folders named as they import, so this links
 ``build/book-api/ember`` to that layout: real folders (griffe does not walk linked ones) holding
-links to the .py files, rebuilt on every build."""
+links to the .py files, rebuilt on every build. It is built in ``on_config``, ahead of the
+mkdocstrings plugin: its handler resolves ``paths`` when it starts, and a folder missing then (a
+fresh clone) silently falls back to the installed ``ember``, which has no ``accel`` subfolder."""
 import os
 import shutil
+
+from mkdocs.plugins import event_priority
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TREE = os.path.join(ROOT, "build", "book-api", "ember")
@@ -22,8 +26,10 @@ def _mirror(src, dst):
             os.symlink(path, os.path.join(dst, name))
 
 
-def on_pre_build(config):
+@event_priority(100)
+def on_config(config):
     shutil.rmtree(os.path.dirname(TREE), ignore_errors=True)
     _mirror(os.path.join(ROOT, "core_pure"), TREE)
     for name, folder in MOUNTS.items():
         _mirror(os.path.join(ROOT, folder), os.path.join(TREE, name))
+    return config
