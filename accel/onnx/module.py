@@ -48,6 +48,7 @@ class OnnxModule(Module):
             used.add(path)
             where.append((onnx_name, path))
         object.__setattr__(self, "_param_paths", where)
+        object.__setattr__(self, "_param_slots", None)
 
     def _place(self, path, t):
         parts = path.split(".")
@@ -94,10 +95,9 @@ class OnnxModule(Module):
         if len(inputs) != len(self._inputs):
             raise ArgumentError("onnx model: expected %d input(s) (%s), found %d"
                                 % (len(self._inputs), ", ".join(self._inputs), len(inputs)))
-        params = dict(self.named_parameters())
-        device = inputs[0].device if inputs else (next(iter(params.values())).value.device if params else self._device)
+        values = self._values()
+        device = inputs[0].device if inputs else (values[0][1].device if values else self._device)
         env = dict(self._constants(device))
-        values = [(onnx_name, params[path].value) for onnx_name, path in self._param_paths]
         key = self._replay_key(device, inputs, values)
         if key is not None:
             replay = self._replays.get(key)
@@ -124,6 +124,49 @@ class OnnxModule(Module):
             self._replays[key] = replay
         outs = tuple(env[o] for o in self._outputs)
         return outs[0] if len(outs) == 1 else outs
+
+    def _values(self):
+        """(ONNX name, current value) per parameter. Where each parameter lives is found once and
+        checked every call (a scope replaced, a parameter deleted or set anew is seen): walking
+        ``named_parameters`` each call cost more than a small model's forward."""
+        slots = self.__dict__.get("_param_slots")
+        if slots is not None:
+            edges, slots = slots
+            if all(parent.__dict__.get(name) is child for parent, name, child in edges):
+                out = []
+                for onnx_name, owner, attr in slots:
+                    p = owner._params.get(attr)
+                    if p is None:
+                        break
+                    out.append((onnx_name, p.value))
+                else:
+                    return out
+        located = self._locate()
+        object.__setattr__(self, "_param_slots", located)
+        if located is None:  # not where it was placed: found by its path, as state_dict names it
+            params = dict(self.named_parameters())
+            return [(onnx_name, params[path].value) for onnx_name, path in self._param_paths]
+        return [(onnx_name, owner._params[attr].value) for onnx_name, owner, attr in located[1]]
+
+    def _locate(self):
+        """(edges, slots): each (parent, name, child) scope link and each (ONNX name, owning module,
+        attribute) of a parameter; None where a path no longer leads to a parameter."""
+        edges, slots, seen = [], [], set()
+        for onnx_name, path in self._param_paths:
+            parts = path.split(".")
+            m = self
+            for part in parts[:-1]:
+                child = m.__dict__.get(part)
+                if not isinstance(child, Module):
+                    return None
+                if (id(m), part) not in seen:
+                    seen.add((id(m), part))
+                    edges.append((m, part, child))
+                m = child
+            if parts[-1] not in m._params:
+                return None
+            slots.append((onnx_name, m, parts[-1]))
+        return edges, slots
 
     def _replay_key(self, device, inputs, values):
         """The key of the specialised replay for these inputs, or None where none applies: when an

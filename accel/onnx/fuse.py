@@ -1,0 +1,441 @@
+"""Rewrites of a specialised replay (``graph.specialize``): the calls of one plan for fixed input
+shapes, whose every value's shape is known. Identity calls alias away; MatMul + bias Add becomes
+``F.linear``, the erf GELU ``F.gelu``, torch's exported attention ``F.scaled_dot_product_attention``
+(the composites whose fused C paths the Cpu has); runs of Reshape/Transpose/Squeeze/Unsqueeze/
+constant-index Gather become one precomputed view program each (no-op reshapes dropped).
+
+A call is the tuple ``(fn, node, device, args, srcs, outs, moves, scoped)`` of ``Replay``; ``names``
+holds each call's input names (bound constants included). A value fuses away only when exactly one
+call reads it and the graph does not return it. Under a decorating device (Autodiff, an export
+trace) no replay runs: the plan runs node by node, so gradients and exports see the ONNX nodes.
+"""
+import ember
+import ember.nn.functional as F
+
+from .graph import _identity
+
+def _linear(node, x, w, b):
+    """MatMul(x, w) + b as ``F.linear`` (one fused C call on the C-backed Cpu)."""
+    if w.dim() == 2 and b.dim() == 1:
+        return F.linear(x, w.T, b)
+    return ember.matmul(x, w) + b
+
+
+def _gelu(node, x):
+    return F.gelu(x)
+
+
+def _scalar(t, want):
+    """Whether the bound constant ``t`` is one number within 1e-6 of ``want``."""
+    if t is None or not hasattr(t, "numel") or t.numel() != 1 or t.dtype.kind != "f":
+        return False
+    return abs(float(t.reshape(-1)[0].item()) - want) <= 1e-6 * max(1.0, abs(want))
+
+
+def _alias_identities(calls, names, protected):
+    """Drop the Identity calls (torch's exports alias shared weights through them): their readers
+    read the source instead. An Identity whose output the graph returns stays."""
+    alias = {}
+    keep_c, keep_n = [], []
+    for c, ins in zip(calls, names):
+        ins = [alias.get(i, i) for i in ins]
+        if c[1].op_type == "Identity" and c[0] is not _identity and len(c[5]) == 1 and ins and ins[0] \
+                and c[3][0] is None and c[5][0] not in protected and not c[6]:
+            alias[c[5][0]] = ins[0]
+            continue
+        srcs = tuple((k, alias.get(n, n)) for k, n in c[4])
+        keep_c.append(c[:4] + (srcs,) + c[5:])
+        keep_n.append(ins)
+    return keep_c, keep_n
+
+
+def fuse(calls, names, env, protected):
+    """The replay's calls rewritten (see the module's docstring); ``env`` holds every value of the
+    specialising run, ``protected`` the graph outputs."""
+    calls, names = _alias_identities(calls, names, protected)
+    calls, names = _attention(calls, names, env, protected)
+    calls, names = _linear_gelu(calls, names, env, protected)
+    return _movements(calls, names, env, protected)
+
+
+def _uses(names, protected):
+    """value -> how many calls read it (a graph output counts twice: it never fuses away)."""
+    uses = {}
+    for ins in names:
+        for i in ins:
+            if i:
+                uses[i] = uses.get(i, 0) + 1
+    for o in protected:
+        uses[o] = uses.get(o, 0) + 2
+    return uses
+
+
+def _linear_gelu(calls, names, env, protected):
+    """MatMul by a 2-d weight then Add of a 1-d bias (``F.linear``), and the erf GELU
+    ``x * (erf(x / sqrt 2) + 1) * 0.5`` (``F.gelu``)."""
+    uses = _uses(names, protected)
+    op = [c[1].op_type for c in calls]
+    outs = [c[5] for c in calls]
+    single = _single(names, uses)
+    dead = set()
+    replaced = {}
+    for k, c in enumerate(calls):
+        if k in dead or len(outs[k]) != 1 or c[6]:
+            continue
+        out = outs[k][0]
+        nxt = single.get(out)
+        if nxt is None:
+            continue
+        if op[k] == "MatMul" and op[nxt] == "Add" and len(names[k]) == 2 and names[k][0] and names[k][1]:
+            w = env.get(names[k][1])
+            b_name = [i for i in names[nxt] if i != out]
+            if len(b_name) != 1 or w is None or w.dim() != 2 or names[nxt].count(out) != 1:
+                continue
+            b = env.get(b_name[0])
+            x = env.get(names[k][0])
+            if b is None or x is None or b.dim() != 1 or b.shape[0] != w.shape[1] or x.dim() < 1 \
+                    or x.dtype != w.dtype or b.dtype != w.dtype or w.dtype.kind != "f":
+                continue
+            nb = calls[nxt]
+            if nb[6]:
+                continue
+            args = [c[3][0], c[3][1], nb[3][names[nxt].index(b_name[0])]]
+            srcs = tuple((j, n) for j, n in ((0, names[k][0]), (1, names[k][1]), (2, b_name[0]))
+                         if args[j] is None)
+            replaced[nxt] = ((_linear, nb[1], nb[2], args, srcs, nb[5], (), False),
+                             [names[k][0], names[k][1], b_name[0]])
+            dead.add(k)
+        elif op[k] == "Div" and _scalar(c[3][1], 2.0 ** 0.5) and names[k][0]:
+            x_name = names[k][0]
+            chain = [k]
+            e = nxt
+            if op[e] != "Erf" or len(outs[e]) != 1:
+                continue
+            a = single.get(outs[e][0])
+            if a is None or op[a] != "Add" or len(outs[a]) != 1:
+                continue
+            other = 1 - names[a].index(outs[e][0])
+            if not _scalar(calls[a][3][other], 1.0):
+                continue
+            m = single.get(outs[a][0])
+            if m is None or op[m] != "Mul" or sorted(names[m]) != sorted([x_name, outs[a][0]]) or len(outs[m]) != 1:
+                continue
+            h = single.get(outs[m][0])
+            if h is None or op[h] != "Mul":
+                continue
+            other = 1 - names[h].index(outs[m][0])
+            if not _scalar(calls[h][3][other], 0.5):
+                continue
+            chain += [e, a, m]
+            x = env.get(x_name)
+            if x is None or x.dtype.kind != "f":
+                continue
+            nh = calls[h]
+            bound = [c[3][0]]
+            srcs = ((0, x_name),) if bound[0] is None else ()
+            replaced[h] = ((_gelu, nh[1], nh[2], bound, srcs, nh[5], (), False), [x_name])
+            dead.update(chain)
+    return _keep(calls, names, replaced, dead)
+
+
+def _keep(calls, names, replaced, dead):
+    """(calls, names) without the ``dead`` indices, ``replaced`` ones (index -> (call, names)) swapped in."""
+    out_c, out_n = [], []
+    for k, c in enumerate(calls):
+        if k in dead:
+            continue
+        got = replaced.get(k)
+        out_c.append(got[0] if got else c)
+        out_n.append(got[1] if got else names[k])
+    return out_c, out_n
+
+
+def _single(names, uses):
+    """value -> the index of the call that reads it, where exactly one call does."""
+    single = {}
+    for k, ins in enumerate(names):
+        for i in ins:
+            if i and uses.get(i) == 1:
+                single[i] = k
+    return single
+
+
+def _number(t):
+    """The bound constant ``t`` as a float where it is one floating number, else None."""
+    if t is None or not hasattr(t, "numel") or t.numel() != 1 or t.dtype.kind != "f":
+        return None
+    return float(t.reshape(-1)[0].item())
+
+
+def _sdpa(scale, masked):
+    if masked:
+        def _attention(node, q, k, v, mask):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+    else:
+        def _attention(node, q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, scale=scale)
+    return _attention
+
+
+def _attention(calls, names, env, protected):
+    """torch's exported attention, ``Softmax(MatMul(q·a, Transpose(k)·b) [·c or /c] [+ mask]) @ v``
+    with a, b, c numbers (each optional) and the Transpose swapping the last two dims, as one
+    ``F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=a·b·c)``. A mask added before
+    the scaling, a Softmax over another axis or a scale that is not one number is left alone."""
+    uses = _uses(names, protected)
+    single = _single(names, uses)
+    made = {}
+    for k, c in enumerate(calls):
+        for o in c[5]:
+            if o:
+                made[o] = k
+    dead, replaced = set(), {}
+    for k, c in enumerate(calls):
+        if c[1].op_type == "Softmax" and k not in dead:
+            found = _match_attention(calls, names, env, made, single, k)
+            if found is not None and not (found[1] & dead):
+                replaced[found[0]] = found[2]
+                dead.update(found[1])
+    return _keep(calls, names, replaced, dead)
+
+
+def _match_attention(calls, names, env, made, single, s):
+    """(index of the second MatMul, indices fused away, (call, names)) for the Softmax at ``s``, or None."""
+    def op(k):
+        return calls[k][1].op_type
+
+    def fed(k, j):  # the call producing input j of call k, where only call k reads it
+        name = names[k][j] if j < len(names[k]) else None
+        p = made.get(name)
+        if p is None or single.get(name) != k or len(calls[p][5]) != 1 or calls[p][6] or calls[p][7]:
+            return None
+        return p
+
+    def arg(k, j):  # (name, bound constant or None) of input j of call k
+        return names[k][j], calls[k][3][j]
+
+    def scaled(k):  # (number, index of the other input) where call k is Mul/Div by one number
+        if op(k) not in ("Mul", "Div") or len(names[k]) != 2:
+            return None
+        for j in ((0, 1) if op(k) == "Mul" else (1,)):
+            v = _number(calls[k][3][j])
+            if v is not None and calls[k][3][1 - j] is None:
+                return (v if op(k) == "Mul" else 1.0 / v if v else None), 1 - j
+        return None
+
+    sm = calls[s]
+    x = env.get(names[s][0]) if names[s] else None
+    if x is None or x.dtype.kind != "f" or x.dim() < 2 or sm[6] or len(sm[5]) != 1:
+        return None
+    a = sm[1].attr("axis", -1 if sm[1].opset >= 13 else 1)
+    if (a + x.dim() if a < 0 else a) != x.dim() - 1:
+        return None
+    m2 = single.get(sm[5][0])
+    if m2 is None or op(m2) != "MatMul" or names[m2][0] != sm[5][0] or names[m2][1] == sm[5][0] \
+            or calls[m2][6] or len(calls[m2][5]) != 1:
+        return None
+    chain, scale, mask = [s], 1.0, None
+    p = fed(s, 0)
+    if p is not None and op(p) == "Add" and len(names[p]) == 2:
+        for j in (0, 1):
+            q = fed(p, j)
+            if q is not None and op(q) in ("MatMul", "Mul", "Div"):
+                mask = arg(p, 1 - j)
+                chain.append(p)
+                p = q
+                break
+        else:
+            return None
+    if p is not None and op(p) != "MatMul":
+        got = scaled(p)
+        if got is None or got[0] is None:
+            return None
+        scale *= got[0]
+        chain.append(p)
+        p = fed(p, got[1])
+    if p is None or op(p) != "MatMul":
+        return None
+    m1 = p
+    chain.append(m1)
+    q = arg(m1, 0)
+    pq = fed(m1, 0)
+    if pq is not None and scaled(pq) is not None and scaled(pq)[0] is not None:
+        got = scaled(pq)
+        scale *= got[0]
+        q = arg(pq, got[1])
+        chain.append(pq)
+    pk = fed(m1, 1)
+    if pk is not None and op(pk) != "Transpose":
+        got = scaled(pk)
+        if got is None or got[0] is None:
+            return None
+        scale *= got[0]
+        chain.append(pk)
+        pk = fed(pk, got[1])
+    if pk is None or op(pk) != "Transpose":
+        return None
+    chain.append(pk)
+    k = arg(pk, 0)
+    v = arg(m2, 1)
+    qt, kt, vt = (env.get(t[0]) for t in (q, k, v))
+    if qt is None or kt is None or vt is None:
+        return None
+    r = qt.dim()
+    perm = calls[pk][1].attr("perm", list(range(r))[::-1])
+    if list(perm) != list(range(r - 2)) + [r - 1, r - 2] or kt.dim() != r or vt.dim() != r or x.dim() != r:
+        return None
+    if qt.shape[:-2] != kt.shape[:-2] or kt.shape[:-2] != vt.shape[:-2] or qt.shape[-1] != kt.shape[-1] \
+            or kt.shape[-2] != vt.shape[-2] or not (qt.dtype == kt.dtype == vt.dtype == x.dtype):
+        return None
+    srcs_from = [q, k, v] + ([mask] if mask is not None else [])
+    if mask is not None:
+        mt = env.get(mask[0])
+        if mt is None or mt.dtype != x.dtype:
+            return None
+    args = [b for _, b in srcs_from]
+    srcs = tuple((j, nm) for j, (nm, b) in enumerate(srcs_from) if b is None)
+    c2 = calls[m2]
+    call = (_sdpa(scale, mask is not None), c2[1], c2[2], args, srcs, c2[5], (), False)
+    return m2, set(chain), (call, [nm for nm, _ in srcs_from])
+
+
+# -- movement programs --------------------------------------------------------------------------------
+_RESHAPE, _PERMUTE, _NARROW = 0, 1, 2
+_MOVES = frozenset(("Reshape", "Squeeze", "Unsqueeze", "Flatten", "Transpose", "Gather"))
+
+
+def _program(c, ins, env):
+    """The view steps of one movement call whose every input but the first is a bound constant:
+    ``(_RESHAPE, shape)``, ``(_PERMUTE, dims)``, ``(_NARROW, dim, start)`` (length 1); or None."""
+    node = c[1]
+    if node.op_type not in _MOVES or c[6] or c[7] or len(c[5]) != 1 or not ins or not ins[0] \
+            or c[3][0] is not None or any(nm and c[3][j] is None for j, nm in enumerate(ins) if j):
+        return None
+    x, y = env.get(ins[0]), env.get(c[5][0])
+    if not hasattr(x, "shape") or not hasattr(y, "shape") or x.dtype != y.dtype:
+        return None
+    op = node.op_type
+    if op == "Transpose":
+        perm = node.attr("perm", list(range(x.dim()))[::-1])
+        return [(_PERMUTE, tuple(perm))]
+    if op == "Gather":
+        idx = c[3][1] if len(c[3]) > 1 else None
+        if idx is None or idx.dim() != 0 or idx.dtype.kind != "i":
+            return None
+        a = node.attr("axis", 0)
+        a = a + x.dim() if a < 0 else a
+        i = int(idx.item())
+        i = i + x.shape[a] if i < 0 else i
+        return [(_NARROW, a, i), (_RESHAPE, tuple(y.shape))]
+    return [(_RESHAPE, tuple(y.shape))]
+
+
+def _after(shape, st):
+    if st[0] == _RESHAPE:
+        return st[1]
+    if st[0] == _PERMUTE:
+        return tuple(shape[d] for d in st[1])
+    return shape[:st[1]] + (1,) + shape[st[1] + 1:]
+
+
+def _simplify(shape, steps):
+    """``steps`` from ``shape`` with fewer calls: reshapes of reshapes and permutes of permutes
+    merged, no-op steps dropped, a permute that moves only size-1 dims made a reshape, and a reshape
+    after a permute that only adds or drops size-1 dims folded into the permute (and into the
+    reshape before it)."""
+    out = []  # (step, shape before it)
+    cur = tuple(shape)
+    for st in steps:
+        if st[0] == _PERMUTE and _keeps_order(cur, st[1]):
+            st = (_RESHAPE, _after(cur, st))  # moves only size-1 dims: a reshape (a view where x is dense)
+        if st[0] == _RESHAPE and out and out[-1][0][0] == _RESHAPE:
+            cur = out.pop()[1]
+        elif st[0] == _PERMUTE and out and out[-1][0][0] == _PERMUTE:
+            prev, cur = out.pop()
+            st = (_PERMUTE, tuple(prev[1][d] for d in st[1]))
+        nxt = _after(cur, st)
+        if st[0] == _RESHAPE and nxt == cur or st[0] == _PERMUTE and st[1] == tuple(range(len(cur))):
+            continue
+        if st[0] == _RESHAPE and len(out) >= 2 and out[-1][0][0] == _PERMUTE and out[-2][0][0] == _RESHAPE:
+            folded = _fold_units(out[-1][1], out[-1][0][1], nxt)
+            if folded is not None:
+                out[-2] = ((_RESHAPE, folded[0]), out[-2][1])
+                out[-1] = ((_PERMUTE, folded[1]), folded[0])
+                cur = nxt
+                continue
+        out.append((st, cur))
+        cur = nxt
+    return [st for st, _ in out]
+
+
+def _keeps_order(shape, perm):
+    big = [d for d in perm if shape[d] != 1]
+    return big == sorted(big)
+
+
+def _fold_units(s0, perm, final):
+    """(s0', perm') with ``permute(reshape(x, s0'), perm')`` of shape ``final``, where ``final`` is
+    ``permute(s0, perm)`` with only size-1 dims added or dropped; else None."""
+    s1 = [s0[d] for d in perm]
+    if [d for d in s1 if d != 1] != [d for d in final if d != 1]:
+        return None
+    nz = [d for d in range(len(s0)) if s0[d] != 1]
+    rank = dict((d, i) for i, d in enumerate(nz))
+    order = iter([rank[d] for d in perm if s0[d] != 1])
+    units = iter(range(len(nz), len(nz) + sum(1 for d in final if d == 1)))
+    new_perm = tuple(next(units) if d == 1 else next(order) for d in final)
+    new_s0 = tuple(s0[d] for d in nz) + (1,) * (len(final) - len(nz))
+    return new_s0, new_perm
+
+
+def _view(steps):
+    def _movement(node, x):
+        for st in steps:
+            if st[0] == _RESHAPE:
+                x = x.reshape(st[1])
+            elif st[0] == _PERMUTE:
+                x = x.permute(st[1])
+            else:
+                x = x.narrow(st[1], st[2], 1)
+        return x
+    return _movement
+
+
+def _movements(calls, names, env, protected):
+    """Each run of movement calls (Reshape, Squeeze, Unsqueeze, Flatten, Transpose, Gather of one
+    constant index; their shapes known) as one call of precomputed view steps; a run that moves
+    nothing aliases its output to its input."""
+    uses = _uses(names, protected)
+    single = _single(names, uses)
+    made = {}
+    runs = {}  # call index -> (source name, steps)
+    dead = set()
+    for k, c in enumerate(calls):
+        prog = _program(c, names[k], env)
+        if prog is not None:
+            src = names[k][0]
+            p = made.get(src)
+            if p in runs and single.get(src) == k:
+                src, prog = runs[p][0], runs[p][1] + prog
+                dead.add(p)
+            runs[k] = (src, prog)
+        for o in c[5]:
+            if o:
+                made[o] = k
+    alias, out_c, out_n = {}, [], []
+    for k, c in enumerate(calls):
+        if k in dead:
+            continue
+        if k in runs:
+            src, prog = runs[k]
+            steps = tuple(_simplify(env[src].shape, prog))
+            src = alias.get(src, src)
+            if not steps and c[5][0] not in protected:
+                alias[c[5][0]] = src
+                continue
+            out_c.append((_view(steps), c[1], c[2], [None], ((0, src),), c[5], (), False))
+            out_n.append([src])
+            continue
+        out_c.append(c[:4] + (tuple((j, alias.get(nm, nm)) for j, nm in c[4]),) + c[5:])
+        out_n.append([alias.get(nm, nm) if nm else nm for nm in names[k]])
+    return out_c
