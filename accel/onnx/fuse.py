@@ -11,6 +11,7 @@ trace) no replay runs: the plan runs node by node, so gradients and exports see 
 """
 import ember
 import ember.nn.functional as F
+from ember.errors import IndexOutOfRange
 
 from .graph import _identity
 
@@ -55,7 +56,30 @@ def fuse(calls, names, env, protected):
     calls, names = _alias_identities(calls, names, protected)
     calls, names = _attention(calls, names, env, protected)
     calls, names = _linear_gelu(calls, names, env, protected)
+    calls = [_checked_gather(c, ins, env) for c, ins in zip(calls, names)]
     return _movements(calls, names, env, protected)
+
+
+def _checked_gather(c, ins, env):
+    """A Gather of a computed index on the Cpu, whose ``index_select`` raises at once for an index
+    outside [0, d): the index as given first, the ONNX op (negatives wrapped, ``where`` and all)
+    only where that raises. On a device that reports a bad index later (Wgpu) the op stays."""
+    fn, node, dev = c[0], c[1], c[2]
+    if node.op_type != "Gather" or len(ins) != 2 or c[3][1] is not None or c[6] or not isinstance(dev, ember.Cpu):
+        return c
+    x, idx, y = env.get(ins[0]), env.get(ins[1]), env.get(c[5][0])
+    if x is None or idx is None or y is None or idx.dim() < 1 or idx.dtype is not ember.int64 or not x.dim():
+        return c
+    a = node.attr("axis", 0)
+    a = a + x.dim() if a < 0 else a
+    shape = tuple(y.shape)
+
+    def _gather(node, x, idx):
+        try:
+            return x.index_select(a, idx.reshape(-1)).reshape(shape)
+        except IndexOutOfRange:
+            return fn(node, x, idx)
+    return (_gather,) + c[1:]
 
 
 def _uses(names, protected):
@@ -306,7 +330,7 @@ _MOVES = frozenset(("Reshape", "Squeeze", "Unsqueeze", "Flatten", "Transpose", "
 
 def _program(c, ins, env):
     """The view steps of one movement call whose every input but the first is a bound constant:
-    ``(_RESHAPE, shape)``, ``(_PERMUTE, dims)``, ``(_NARROW, dim, start)`` (length 1); or None."""
+    ``(_RESHAPE, shape)``, ``(_PERMUTE, dims)``, ``(_NARROW, dim, start, length)``; or None."""
     node = c[1]
     if node.op_type not in _MOVES or c[6] or c[7] or len(c[5]) != 1 or not ins or not ins[0] \
             or c[3][0] is not None or any(nm and c[3][j] is None for j, nm in enumerate(ins) if j):
@@ -326,7 +350,7 @@ def _program(c, ins, env):
         a = a + x.dim() if a < 0 else a
         i = int(idx.item())
         i = i + x.shape[a] if i < 0 else i
-        return [(_NARROW, a, i), (_RESHAPE, tuple(y.shape))]
+        return [(_NARROW, a, i, 1), (_RESHAPE, tuple(y.shape))]
     return [(_RESHAPE, tuple(y.shape))]
 
 
@@ -335,7 +359,7 @@ def _after(shape, st):
         return st[1]
     if st[0] == _PERMUTE:
         return tuple(shape[d] for d in st[1])
-    return shape[:st[1]] + (1,) + shape[st[1] + 1:]
+    return shape[:st[1]] + (st[3],) + shape[st[1] + 1:]
 
 
 def _simplify(shape, steps):
@@ -396,9 +420,152 @@ def _view(steps):
             elif st[0] == _PERMUTE:
                 x = x.permute(st[1])
             else:
-                x = x.narrow(st[1], st[2], 1)
+                x = x.narrow(st[1], st[2], st[3])
         return x
     return _movement
+
+
+def _dense(shape):
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= n
+    return tuple(reversed(out))
+
+
+def _strided(shape, steps):
+    """(shape, strides, offset) of ``steps``' result as a view of a dense ``shape``, reshapes read as
+    views where the layout allows; None where one does not."""
+    cur, st, off = tuple(shape), _dense(shape), 0
+    for step in steps:
+        if step[0] == _PERMUTE:
+            cur, st = tuple(cur[d] for d in step[1]), tuple(st[d] for d in step[1])
+        elif step[0] == _NARROW:
+            off += step[2] * st[step[1]]
+            cur = _after(cur, step)
+        else:
+            st = _view_strides(cur, st, step[1])
+            if st is None:
+                return None
+            cur = step[1]
+    return cur, st, off
+
+
+def _view_strides(shape, strides, new):
+    """The strides of ``new`` as a view of (shape, strides), or None where it needs a copy."""
+    old = [(n, s) for n, s in zip(shape, strides) if n != 1]
+    big = [n for n in new if n != 1]
+    if 0 in shape or 0 in new:
+        return None
+    got, i, j = [], 0, 0
+    while i < len(old) and j < len(big):
+        po, pn, i2, j2 = old[i][0], big[j], i + 1, j + 1
+        while po != pn:
+            if po < pn:
+                po *= old[i2][0]
+                i2 += 1
+            else:
+                pn *= big[j2]
+                j2 += 1
+        for k in range(i, i2 - 1):
+            if old[k][1] != old[k + 1][0] * old[k + 1][1]:
+                return None
+        acc, inner = old[i2 - 1][1], []
+        for k in range(j2 - 1, j - 1, -1):
+            inner.append(acc)
+            acc *= big[k]
+        got.extend(reversed(inner))
+        i, j = i2, j2
+    it = iter(got)
+    return tuple(1 if n == 1 else next(it) for n in new)
+
+
+def _realize(shape, view):
+    """Steps giving the strided ``view`` (shape, strides, offset) of a dense ``shape`` with views
+    only: a reshape of the source, narrows, one permute; None where the strides do not nest."""
+    final, strides, offset = view
+    total = 1
+    for n in shape:
+        total *= n
+    dims = sorted(((s, n, pos) for pos, (n, s) in enumerate(zip(final, strides)) if n != 1), reverse=True)
+    base, cuts, prev = [], [], total
+    for s, n, pos in dims:
+        if s <= 0 or prev % s:
+            return None
+        b = prev // s
+        start = (offset // s) % b
+        if start + n > b:
+            return None
+        cuts.append((len(base), start, n, b))
+        base.append(b)
+        prev = s
+    rest = offset % prev
+    if prev > 1:
+        cuts.append((len(base), rest, 1, prev))
+        base.append(prev)
+    units = sum(1 for n in final if n == 1)
+    have = len(base) - len(dims)
+    base.extend([1] * max(0, units - have))
+    steps = [(_RESHAPE, tuple(base))] if tuple(base) != tuple(shape) else []
+    steps += [(_NARROW, d, a, n) for d, a, n, b in cuts if (a, n) != (0, b)]
+    spare = iter(range(len(dims), len(base)))
+    order = dict((pos, k) for k, (_, _, pos) in enumerate(dims))
+    perm = tuple(order[pos] if pos in order else next(spare) for pos in range(len(final)))
+    perm += tuple(sorted(set(range(len(base))) - set(perm)))  # spare size-1 dims, dropped below
+    if perm != tuple(range(len(base))):
+        steps.append((_PERMUTE, perm))
+    if len(perm) != len(final):
+        steps.append((_RESHAPE, tuple(final)))
+    return steps
+
+
+def _copies(shape, steps):
+    """(reshapes that copy, whether the result is dense) for ``steps`` from a dense ``shape``: in
+    ember a reshape of a non-dense view copies."""
+    dense, copies, cur = True, 0, tuple(shape)
+    for st in steps:
+        nxt = _after(cur, st)
+        if st[0] == _RESHAPE:
+            copies += not dense
+            dense = True
+        elif st[0] == _NARROW:
+            dense = dense and all(n == 1 for n in cur[:st[1]])
+        elif not _keeps_order(cur, st[1]):
+            dense = False
+        cur = nxt
+    return copies, dense
+
+
+def _plan(shape, prog):
+    """The fewest-copy steps for the movement program ``prog`` from a dense ``shape``."""
+    steps = _simplify(shape, prog)
+    view = _strided(shape, prog)
+    if view is None:
+        return steps
+    realized = _realize(shape, view)
+    if realized is None:
+        return steps
+    copies, dense = _copies(shape, steps)
+    r_copies, r_dense = _copies(shape, realized)
+    if dense and copies and not r_dense:
+        final = tuple(view[0])
+        squeezed = tuple(n for n in final if n != 1)
+        if squeezed == final:
+            squeezed = final + (1,)
+        realized = realized + [(_RESHAPE, squeezed), (_RESHAPE, final)]  # one copy, into a dense result
+        r_copies += 1
+    if (r_copies, len(realized)) < (copies, len(steps)):
+        return realized
+    return steps
+
+
+def _joins(run, out, readers, uses, env):
+    """Whether the run producing ``out`` merges into its readers' runs: it has one reader, or
+    several that are all movement runs and it copies nothing (each reader repeats its views)."""
+    got = readers.get(out, [])
+    if uses.get(out) != len(got) or not all(got):
+        return False
+    return len(got) == 1 or _copies(env[run[0]].shape, _simplify(env[run[0]].shape, run[1]))[0] == 0
 
 
 def _movements(calls, names, env, protected):
@@ -406,16 +573,21 @@ def _movements(calls, names, env, protected):
     constant index; their shapes known) as one call of precomputed view steps; a run that moves
     nothing aliases its output to its input."""
     uses = _uses(names, protected)
-    single = _single(names, uses)
+    progs = [_program(c, names[k], env) for k, c in enumerate(calls)]
+    readers = {}  # value -> [(call index, whether that call is a movement reading it first and only)]
+    for k, ins in enumerate(names):
+        for j, nm in enumerate(ins):
+            if nm:
+                readers.setdefault(nm, []).append(progs[k] is not None and j == 0 and ins.count(nm) == 1)
     made = {}
     runs = {}  # call index -> (source name, steps)
     dead = set()
     for k, c in enumerate(calls):
-        prog = _program(c, names[k], env)
+        prog = progs[k]
         if prog is not None:
             src = names[k][0]
             p = made.get(src)
-            if p in runs and single.get(src) == k:
+            if p in runs and _joins(runs[p], src, readers, uses, env):
                 src, prog = runs[p][0], runs[p][1] + prog
                 dead.add(p)
             runs[k] = (src, prog)
@@ -428,7 +600,7 @@ def _movements(calls, names, env, protected):
             continue
         if k in runs:
             src, prog = runs[k]
-            steps = tuple(_simplify(env[src].shape, prog))
+            steps = tuple(_plan(env[src].shape, prog))
             src = alias.get(src, src)
             if not steps and c[5][0] not in protected:
                 alias[c[5][0]] = src

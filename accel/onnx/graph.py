@@ -449,4 +449,11 @@ def specialize(steps, env, dynamic, device, base, protected=()):
     else:
         from .fuse import fuse
         calls = fuse(calls, reads, env, protected)
+        # the bound arguments hold the constants: the starting scope needs only what a call reads
+        # by name without a call making it, and the graph outputs that folded
+        made = set(dynamic)
+        for c in calls:
+            made.update(c[5])
+        need = set(n for c in calls for _, n in c[4] if n not in made) | set(protected)
+        consts = dict((k, env[k]) for k in need if k in env and k not in dynamic)
     return env, Replay(calls, consts)

@@ -97,7 +97,6 @@ class OnnxModule(Module):
                                 % (len(self._inputs), ", ".join(self._inputs), len(inputs)))
         values = self._values()
         device = inputs[0].device if inputs else (values[0][1].device if values else self._device)
-        env = dict(self._constants(device))
         key = self._replay_key(device, inputs, values)
         if key is not None:
             replay = self._replays.get(key)
@@ -110,6 +109,7 @@ class OnnxModule(Module):
                 replay.run(env)
                 outs = tuple(env[o] for o in self._outputs)
                 return outs[0] if len(outs) == 1 else outs
+        env = dict(self._constants(device))
         for onnx_name, v in values:
             env[onnx_name] = v
         for name, x in zip(self._inputs, inputs):
