@@ -15,11 +15,18 @@ from ember.errors import IndexOutOfRange
 
 from .graph import _identity
 
-def _linear(node, x, w, b):
-    """MatMul(x, w) + b as ``F.linear`` (one fused C call on the C-backed Cpu)."""
-    if w.dim() == 2 and b.dim() == 1:
-        return F.linear(x, w.T, b)
-    return ember.matmul(x, w) + b
+def _linear_call():
+    """MatMul(x, w) + b as ``F.linear`` (one fused C call on the C-backed Cpu). ``w.T`` is a view
+    made again only when the weight is another tensor (a parameter set anew), not every call."""
+    held = [None, None]
+
+    def _linear(node, x, w, b):
+        if w.dim() == 2 and b.dim() == 1:
+            if held[0] is not w:
+                held[0], held[1] = w, w.T
+            return F.linear(x, held[1], b)
+        return ember.matmul(x, w) + b
+    return _linear
 
 
 def _gelu(node, x):
@@ -126,7 +133,7 @@ def _linear_gelu(calls, names, env, protected):
             args = [c[3][0], c[3][1], nb[3][names[nxt].index(b_name[0])]]
             srcs = tuple((j, n) for j, n in ((0, names[k][0]), (1, names[k][1]), (2, b_name[0]))
                          if args[j] is None)
-            replaced[nxt] = ((_linear, nb[1], nb[2], args, srcs, nb[5], (), False),
+            replaced[nxt] = ((_linear_call(), nb[1], nb[2], args, srcs, nb[5], (), False),
                              [names[k][0], names[k][1], b_name[0]])
             dead.add(k)
         elif op[k] == "Div" and _scalar(c[3][1], 2.0 ** 0.5) and names[k][0]:
