@@ -213,121 +213,132 @@ def _attention(calls, names, env, protected):
     with a, b, c numbers (each optional) and the Transpose swapping the last two dims, as one
     ``F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=a·b·c)``. A mask added before
     the scaling, a Softmax over another axis or a scale that is not one number is left alone."""
-    uses = _uses(names, protected)
-    single = _single(names, uses)
-    made = {}
-    for k, c in enumerate(calls):
-        for o in c[5]:
-            if o:
-                made[o] = k
+    g = _Calls(calls, names, protected)
     dead, replaced = set(), {}
     for k, c in enumerate(calls):
         if c[1].op_type == "Softmax" and k not in dead:
-            found = _match_attention(calls, names, env, made, single, k)
+            found = _match_attention(g, env, k)
             if found is not None and not (found[1] & dead):
                 replaced[found[0]] = found[2]
                 dead.update(found[1])
     return _keep(calls, names, replaced, dead)
 
 
-def _match_attention(calls, names, env, made, single, s):
-    """(index of the second MatMul, indices fused away, (call, names)) for the Softmax at ``s``, or None."""
-    def op(k):
-        return calls[k][1].op_type
+class _Calls:
+    """The replay's calls with who makes and who reads each value, for pattern matching."""
 
-    def fed(k, j):  # the call producing input j of call k, where only call k reads it
-        name = names[k][j] if j < len(names[k]) else None
-        p = made.get(name)
-        if p is None or single.get(name) != k or len(calls[p][5]) != 1 or calls[p][6] or calls[p][7]:
+    def __init__(self, calls, names, protected):
+        self.calls, self.names = calls, names
+        self.single = _single(names, _uses(names, protected))
+        self.made = {}
+        for k, c in enumerate(calls):
+            for o in c[5]:
+                if o:
+                    self.made[o] = k
+
+    def op(self, k):
+        return self.calls[k][1].op_type
+
+    def fed(self, k, j):
+        """The call making input j of call k, where only call k reads it (else None)."""
+        name = self.names[k][j] if j < len(self.names[k]) else None
+        p = self.made.get(name)
+        if p is None or self.single.get(name) != k or len(self.calls[p][5]) != 1 or self.calls[p][6] \
+                or self.calls[p][7]:
             return None
         return p
 
-    def arg(k, j):  # (name, bound constant or None) of input j of call k
-        return names[k][j], calls[k][3][j]
+    def arg(self, k, j):
+        """(name, bound constant or None) of input j of call k."""
+        return self.names[k][j], self.calls[k][3][j]
 
-    def scaled(k):  # (number, index of the other input) where call k is Mul/Div by one number
-        if op(k) not in ("Mul", "Div") or len(names[k]) != 2:
+    def scaled(self, k):
+        """(number, index of the other input) where call k is a Mul or Div by one bound number."""
+        op = self.op(k)
+        if op not in ("Mul", "Div") or len(self.names[k]) != 2:
             return None
-        for j in ((0, 1) if op(k) == "Mul" else (1,)):
-            v = _number(calls[k][3][j])
-            if v is not None and calls[k][3][1 - j] is None:
-                return (v if op(k) == "Mul" else 1.0 / v if v else None), 1 - j
+        for j in ((0, 1) if op == "Mul" else (1,)):
+            v = _number(self.calls[k][3][j])
+            if v is not None and self.calls[k][3][1 - j] is None and (op == "Mul" or v):
+                return (v if op == "Mul" else 1.0 / v), 1 - j
         return None
 
-    sm = calls[s]
-    x = env.get(names[s][0]) if names[s] else None
+
+def _match_attention(g, env, s):
+    """(index of the second MatMul, indices fused away, (call, names)) for the Softmax at ``s``, or None."""
+    sm = g.calls[s]
+    x = env.get(g.names[s][0]) if g.names[s] else None
     if x is None or x.dtype.kind != "f" or x.dim() < 2 or sm[6] or len(sm[5]) != 1:
         return None
     a = sm[1].attr("axis", -1 if sm[1].opset >= 13 else 1)
     if (a + x.dim() if a < 0 else a) != x.dim() - 1:
         return None
-    m2 = single.get(sm[5][0])
-    if m2 is None or op(m2) != "MatMul" or names[m2][0] != sm[5][0] or names[m2][1] == sm[5][0] \
-            or calls[m2][6] or len(calls[m2][5]) != 1:
+    m2 = g.single.get(sm[5][0])
+    if m2 is None or g.op(m2) != "MatMul" or g.names[m2][0] != sm[5][0] or g.names[m2][1] == sm[5][0] \
+            or g.calls[m2][6] or len(g.calls[m2][5]) != 1:
         return None
-    chain, scale, mask = [s], 1.0, None
-    p = fed(s, 0)
-    if p is not None and op(p) == "Add" and len(names[p]) == 2:
-        for j in (0, 1):
-            q = fed(p, j)
-            if q is not None and op(q) in ("MatMul", "Mul", "Div"):
-                mask = arg(p, 1 - j)
-                chain.append(p)
-                p = q
-                break
-        else:
-            return None
-    if p is not None and op(p) != "MatMul":
-        got = scaled(p)
-        if got is None or got[0] is None:
+    p = g.fed(s, 0)
+    if p is not None and g.op(p) == "Add" and len(g.names[p]) == 2:
+        for j in (0, 1):  # either side may be the scores, the other the mask
+            found = _scores(g, env, x, m2, [s, p], g.arg(p, 1 - j), g.fed(p, j))
+            if found is not None:
+                return found
+        return None
+    return _scores(g, env, x, m2, [s], None, p)
+
+
+def _scores(g, env, x, m2, chain, mask, p):
+    """The rest of ``_match_attention`` from ``p``, the call making the (scaled) scores ``x``."""
+    scale = 1.0
+    if p is not None and g.op(p) != "MatMul":
+        got = g.scaled(p)
+        if got is None:
             return None
         scale *= got[0]
         chain.append(p)
-        p = fed(p, got[1])
-    if p is None or op(p) != "MatMul":
+        p = g.fed(p, got[1])
+    if p is None or g.op(p) != "MatMul":
         return None
     m1 = p
     chain.append(m1)
-    q = arg(m1, 0)
-    pq = fed(m1, 0)
-    if pq is not None and scaled(pq) is not None and scaled(pq)[0] is not None:
-        got = scaled(pq)
+    q = g.arg(m1, 0)
+    pq = g.fed(m1, 0)
+    got = g.scaled(pq) if pq is not None else None
+    if got is not None:
         scale *= got[0]
-        q = arg(pq, got[1])
+        q = g.arg(pq, got[1])
         chain.append(pq)
-    pk = fed(m1, 1)
-    if pk is not None and op(pk) != "Transpose":
-        got = scaled(pk)
-        if got is None or got[0] is None:
+    pk = g.fed(m1, 1)
+    if pk is not None and g.op(pk) != "Transpose":
+        got = g.scaled(pk)
+        if got is None:
             return None
         scale *= got[0]
         chain.append(pk)
-        pk = fed(pk, got[1])
-    if pk is None or op(pk) != "Transpose":
+        pk = g.fed(pk, got[1])
+    if pk is None or g.op(pk) != "Transpose":
         return None
     chain.append(pk)
-    k = arg(pk, 0)
-    v = arg(m2, 1)
+    k, v = g.arg(pk, 0), g.arg(m2, 1)
     qt, kt, vt = (env.get(t[0]) for t in (q, k, v))
     if qt is None or kt is None or vt is None:
         return None
     r = qt.dim()
-    perm = calls[pk][1].attr("perm", list(range(r))[::-1])
+    perm = g.calls[pk][1].attr("perm", list(range(r))[::-1])
     if list(perm) != list(range(r - 2)) + [r - 1, r - 2] or kt.dim() != r or vt.dim() != r or x.dim() != r:
         return None
     if qt.shape[:-2] != kt.shape[:-2] or kt.shape[:-2] != vt.shape[:-2] or qt.shape[-1] != kt.shape[-1] \
             or kt.shape[-2] != vt.shape[-2] or not (qt.dtype == kt.dtype == vt.dtype == x.dtype):
         return None
-    srcs_from = [q, k, v] + ([mask] if mask is not None else [])
     if mask is not None:
         mt = env.get(mask[0])
         if mt is None or mt.dtype != x.dtype:
             return None
-    args = [b for _, b in srcs_from]
-    srcs = tuple((j, nm) for j, (nm, b) in enumerate(srcs_from) if b is None)
-    c2 = calls[m2]
-    call = (_sdpa(scale, mask is not None), c2[1], c2[2], args, srcs, c2[5], (), False)
-    return m2, set(chain), (call, [nm for nm, _ in srcs_from])
+    ins = [q, k, v] + ([mask] if mask is not None else [])
+    srcs = tuple((j, nm) for j, (nm, b) in enumerate(ins) if b is None)
+    c2 = g.calls[m2]
+    call = (_sdpa(scale, mask is not None), c2[1], c2[2], [b for _, b in ins], srcs, c2[5], (), False)
+    return m2, set(chain), (call, [nm for nm, _ in ins])
 
 
 # -- movement programs --------------------------------------------------------------------------------
@@ -494,6 +505,8 @@ def _realize(shape, view):
     total = 1
     for n in shape:
         total *= n
+    if not total:
+        return None
     dims = sorted(((s, n, pos) for pos, (n, s) in enumerate(zip(final, strides)) if n != 1), reverse=True)
     base, cuts, prev = [], [], total
     for s, n, pos in dims:

@@ -51,6 +51,8 @@ def _torch_attention(kind):
                        n("MatMul", ["q", "kt"], ["sc"]), n("Div", ["sc", "d"], ["sc2"])] + tail, qkv)
     if kind == "mask":  # an additive mask after the scaling: attn_mask
         return _model(scores + [n("Add", ["sc", "mask"], ["sc2"])] + tail, qkv + [("mask", [1, 1, L, L])])
+    if kind == "mask_left":  # Add(mask, scores): either operand may be the scores
+        return _model(scores + [n("Add", ["mask", "sc"], ["sc2"])] + tail, qkv + [("mask", [1, 1, L, L])])
     if kind == "mask_first":  # the mask added before a scaling: not SDPA's order, left alone
         return _model(scores + [n("Add", ["sc", "mask"], ["m"]), _const("c", 0.7), n("Mul", ["m", "c"], ["sc2"])]
                       + tail, qkv + [("mask", [1, 1, L, L])])
@@ -84,7 +86,7 @@ def _inputs(m, seed=0):
 
 DEVICES = [ember.Cpu(kernels="c"), ember.Cpu(kernels="python"), NumPy()]
 IDS = ["cpu-c", "cpu-python", "numpy"]
-FUSED = {"plain": True, "div": True, "mask": True, "mask_first": False, "axis": False, "per_head": False,
+FUSED = {"plain": True, "div": True, "mask": True, "mask_left": True, "mask_first": False, "axis": False, "per_head": False,
          "read_twice": False}
 
 
