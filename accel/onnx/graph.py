@@ -290,11 +290,16 @@ def _run(n, fn, args):
     try:
         out = fn(n, *args)
     except EmberError as e:
-        text = str(e)
-        if text.startswith("onnx"):
-            raise
-        raise type(e)("onnx: node %s: %s" % (n.label(), text)) from e
+        _relabel(n, e)
     return out if isinstance(out, (tuple, list)) else (out,)
+
+
+def _relabel(n, e):
+    """Raise ``e`` again, naming node ``n`` unless an onnx message already names one."""
+    text = str(e)
+    if text.startswith("onnx") or n is None:
+        raise e
+    raise type(e)("onnx: node %s: %s" % (n.label(), text)) from e
 
 
 _HOST = []
@@ -370,21 +375,25 @@ class Replay:
         self.calls, self.consts = calls, consts
 
     def run(self, env):
-        for fn, node, dev, args, srcs, outs, moves, scoped in self.calls:
-            for k, name in srcs:
-                args[k] = env[name]
-            for k in moves:
-                args[k] = args[k].to(dev)
-            node.device = dev
-            if scoped:
-                node.scope = env
-            got = _run(node, fn, args)
-            if len(outs) == 1:
-                env[outs[0]] = got[0]
-            else:
-                for name, v in zip(outs, got):
-                    if name:
-                        env[name] = v
+        node = None
+        try:  # one handler for the whole loop (a try per call costs more than a small op)
+            for fn, node, dev, args, srcs, outs, moves, scoped in self.calls:
+                for k, name in srcs:
+                    args[k] = env[name]
+                for k in moves:
+                    args[k] = args[k].to(dev)
+                node.device = dev
+                if scoped:
+                    node.scope = env
+                got = fn(node, *args)
+                if type(got) is not tuple and type(got) is not list:
+                    env[outs[0]] = got
+                else:
+                    for name, v in zip(outs, got):
+                        if name:
+                            env[name] = v
+        except EmberError as e:
+            _relabel(node, e)
         return env
 
 
