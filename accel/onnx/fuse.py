@@ -252,6 +252,17 @@ class _Calls:
         """(name, bound constant or None) of input j of call k."""
         return self.names[k][j], self.calls[k][3][j]
 
+    def past_scale(self, p, target, chain):
+        """(call, factor): ``p`` itself where it is a ``target`` call (factor 1), else the call
+        feeding ``p`` where ``p`` is a Mul or Div by one number (added to ``chain``); or None."""
+        if p is None or self.op(p) == target:
+            return p, 1.0
+        got = self.scaled(p)
+        if got is None:
+            return None
+        chain.append(p)
+        return self.fed(p, got[1]), got[0]
+
     def scaled(self, k):
         """(number, index of the other input) where call k is a Mul or Div by one bound number."""
         op = self.op(k)
@@ -289,17 +300,10 @@ def _match_attention(g, env, s):
 
 def _scores(g, env, x, m2, chain, mask, p):
     """The rest of ``_match_attention`` from ``p``, the call making the (scaled) scores ``x``."""
-    scale = 1.0
-    if p is not None and g.op(p) != "MatMul":
-        got = g.scaled(p)
-        if got is None:
-            return None
-        scale *= got[0]
-        chain.append(p)
-        p = g.fed(p, got[1])
-    if p is None or g.op(p) != "MatMul":
+    got = g.past_scale(p, "MatMul", chain)
+    if got is None or got[0] is None or g.op(got[0]) != "MatMul":
         return None
-    m1 = p
+    m1, scale = got
     chain.append(m1)
     q = g.arg(m1, 0)
     pq = g.fed(m1, 0)
@@ -308,16 +312,11 @@ def _scores(g, env, x, m2, chain, mask, p):
         scale *= got[0]
         q = g.arg(pq, got[1])
         chain.append(pq)
-    pk = g.fed(m1, 1)
-    if pk is not None and g.op(pk) != "Transpose":
-        got = g.scaled(pk)
-        if got is None:
-            return None
-        scale *= got[0]
-        chain.append(pk)
-        pk = g.fed(pk, got[1])
-    if pk is None or g.op(pk) != "Transpose":
+    got = g.past_scale(g.fed(m1, 1), "Transpose", chain)
+    if got is None or got[0] is None or g.op(got[0]) != "Transpose":
         return None
+    pk, factor = got
+    scale *= factor
     chain.append(pk)
     k, v = g.arg(pk, 0), g.arg(m2, 1)
     qt, kt, vt = (env.get(t[0]) for t in (q, k, v))

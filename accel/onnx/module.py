@@ -26,8 +26,9 @@ class _Scope(Module):
 class OnnxModule(Module):
     """Runs an ONNX graph with ember ops: ``model(*inputs)`` gives its outputs (one tensor, or a
     tuple when the graph has several). The first call for given input shapes runs the plan node by
-    node and keeps a replay (``graph.specialize``: shape arithmetic folded, flat bound calls, a
-    few fused rewrites); later calls with those shapes run the replay."""
+    node and keeps a replay (``graph.specialize``: shape arithmetic folded, flat bound calls,
+    rewritten onto fused composites by ``fuse.py``, see docs/onnx.md); later calls with those
+    shapes run the replay."""
 
     def __init__(self, plan, consts, params, inputs, outputs, device):
         super().__init__()
