@@ -8,7 +8,6 @@ whose condition is known (its branch is inlined). What stays is a list of ``Step
 ``run_plan`` executes with ember ops on the inputs' device.
 """
 import ember
-import ember.nn.functional as F
 from ember.errors import ArgumentError, EmberError, RecordError
 
 from . import ops

@@ -86,8 +86,8 @@ def _inputs(m, seed=0):
 
 DEVICES = [ember.Cpu(kernels="c"), ember.Cpu(kernels="python"), NumPy()]
 IDS = ["cpu-c", "cpu-python", "numpy"]
-FUSED = {"plain": True, "div": True, "mask": True, "mask_left": True, "mask_first": False, "axis": False, "per_head": False,
-         "read_twice": False}
+FUSED = {"plain": True, "div": True, "mask": True, "mask_left": True,
+         "mask_first": False, "axis": False, "per_head": False, "read_twice": False}
 
 
 @pytest.mark.parametrize("device", DEVICES, ids=IDS)
