@@ -63,8 +63,43 @@ def fuse(calls, names, env, protected):
     calls, names = _alias_identities(calls, names, protected)
     calls, names = _attention(calls, names, env, protected)
     calls, names = _linear_gelu(calls, names, env, protected)
-    calls = [_checked_gather(c, ins, env) for c, ins in zip(calls, names)]
+    calls = [_bound(c, ins, env) for c, ins in zip(calls, names)]
     return _movements(calls, names, env, protected)
+
+
+def _bound(c, ins, env):
+    """A call whose op picks its path from shapes, dtypes and attributes, with that path picked once
+    (the replay fixes them): a torch Linear's Gemm as ``F.linear``, LayerNormalization as
+    ``F.layer_norm`` with its normalized shape and epsilon; a Gather as ``_checked_gather``."""
+    node, op = c[1], c[1].op_type
+    if c[6] or len(c[5]) != 1 or not all(ins):
+        return c
+    vals = [env.get(i) for i in ins]
+    if any(v is None or not hasattr(v, "dtype") for v in vals):
+        return c
+    if op == "Gemm" and len(vals) == 3:
+        a, b, bias = vals
+        if node.attr("transB", 0) and not node.attr("transA", 0) and node.attr("alpha", 1.0) == 1.0 \
+                and node.attr("beta", 1.0) == 1.0 and a.dim() == 2 and b.dim() == 2 and bias.dim() == 1 \
+                and bias.shape[0] == b.shape[0] and a.dtype == b.dtype == bias.dtype and a.dtype.kind == "f":
+            return (_gemm_linear,) + c[1:]
+    if op == "LayerNormalization" and len(vals) in (2, 3) and vals[0].dtype == ember.float32:
+        x = vals[0]
+        a = node.attr("axis", -1)
+        ns = tuple(x.shape[a + x.dim() if a < 0 else a:])
+        if all(tuple(v.shape) == ns for v in vals[1:]):
+            return (_layer_norm_call(ns, node.attr("epsilon", 1e-5)),) + c[1:]
+    return _checked_gather(c, ins, env)
+
+
+def _gemm_linear(node, a, b, c):
+    return F.linear(a, b, c)
+
+
+def _layer_norm_call(ns, eps):
+    def _layer_norm(node, x, weight, bias=None):
+        return F.layer_norm(x, ns, weight, bias, eps)
+    return _layer_norm
 
 
 def _checked_gather(c, ins, env):
