@@ -266,6 +266,9 @@ def test_the_encoder_fixture_matches_onnxruntime_with_its_attention_fused():
     # both layers' MatMul/Mul/Mul/Transpose/MatMul/Softmax/MatMul as one call; no Softmax or
     # attention MatMul left, every Reshape/Transpose/Squeeze/constant Gather a view program
     assert ops["MatMul:_attention"] == 2 and ops["Softmax:<lambda>"] == 0 and ops["MatMul:matmul"] == 0, ops
+    # the LayerNorms and the torch Linears' Gemms with their path picked once, the token lookup checked
+    assert ops["LayerNormalization:_layer_norm"] == 5 and ops["Gemm:_gemm_linear"] == 3, ops
+    assert ops["Gather:_gather"] == 1 and ops["Add:_linear"] == 6, ops
     for op in ("Reshape", "Transpose", "Squeeze", "Unsqueeze"):
         assert ops[op + ":reshape"] + ops[op + ":transpose"] + ops[op + ":<lambda>"] == 0, ops
 
