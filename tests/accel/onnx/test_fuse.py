@@ -288,3 +288,27 @@ def test_a_computed_gather_index_may_be_negative_and_out_of_range_is_an_error(de
         np.testing.assert_array_equal(model(ember.from_numpy(a, device=device)).numpy(), ort(m, a)[0])
     with pytest.raises(IndexOutOfRange, match="out of range"):
         model(ember.from_numpy(np.array([0, 4, 1], np.int64), device=device)).numpy()
+
+
+def test_official_node_tests_pass_through_the_rewritten_replay(monkeypatch):
+    """Every 3rd passing official node test on the C-backed Cpu, each model called twice: the
+    second call runs the rewritten replay, whose outputs must pass as the plan's do."""
+    from ember.accel.onnx.backend import run_node_test
+    from ember.accel.onnx.module import OnnxModule
+    from ember.accel.onnx.nodetests import node_test_dir
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "node_tests_passing.txt")) as f:
+        names = [line.strip() for line in f if line.strip()][::3]
+    first = OnnxModule.forward
+
+    def twice(self, *inputs):
+        first(self, *inputs)
+        return first(self, *inputs)
+    monkeypatch.setattr(OnnxModule, "forward", twice)
+    root, device = node_test_dir(), ember.Cpu(kernels="c")
+    failed = []
+    for name in names:
+        ok, why = run_node_test(os.path.join(root, name), device)
+        if not ok:
+            failed.append("%s: %s" % (name, why))
+    assert not failed, "\n".join(failed)
