@@ -636,25 +636,39 @@ def _movements(calls, names, env, protected):
     made = {}
     runs = {}  # call index -> (source name, steps)
     dead = set()
+    group = {}  # call index -> the run it repeats, where several readers each repeat one run
     for k, c in enumerate(calls):
         prog = progs[k]
         if prog is not None:
             src = names[k][0]
             p = made.get(src)
             if p in runs and _joins(runs[p], src, readers, uses, env):
+                if len(readers[src]) > 1:
+                    group[k] = p
+                elif p in group:
+                    group[k] = group.pop(p)
                 src, prog = runs[p][0], runs[p][1] + prog
                 dead.add(p)
             runs[k] = (src, prog)
         for o in c[5]:
             if o:
                 made[o] = k
+    planned = dict((k, tuple(_plan(env[src].shape, prog))) for k, (src, prog) in runs.items() if k not in dead)
+    shared, rest = _hoist(group, planned)
     alias, out_c, out_n = {}, [], []
     for k, c in enumerate(calls):
+        if k in shared:  # the view steps its readers share, made once
+            src = runs[shared[k][0]][0]
+            src = alias.get(src, src)
+            out_c.append((_view(shared[k][1]), c[1], c[2], [None], ((0, src),), c[5], (), False))
+            out_n.append([src])
+            continue
         if k in dead:
             continue
         if k in runs:
-            src, prog = runs[k]
-            steps = tuple(_plan(env[src].shape, prog))
+            src, steps = runs[k][0], planned[k]
+            if k in rest:
+                src, steps = calls[group[k]][5][0], rest[k]
             src = alias.get(src, src)
             if not steps and c[5][0] not in protected:
                 alias[c[5][0]] = src
@@ -665,3 +679,47 @@ def _movements(calls, names, env, protected):
         out_c.append(c[:4] + (tuple((j, alias.get(nm, nm)) for j, nm in c[4]),) + c[5:])
         out_n.append([alias.get(nm, nm) if nm else nm for nm in names[k]])
     return out_c
+
+
+def _shape_of(steps):
+    """(reshape, narrows, permute) where ``steps`` are at most one reshape, then narrows, then at
+    most one permute; else None."""
+    steps = list(steps)
+    head = steps.pop(0) if steps and steps[0][0] == _RESHAPE else None
+    tail = steps.pop() if steps and steps[-1][0] == _PERMUTE else None
+    if any(st[0] != _NARROW for st in steps):
+        return None
+    return head, steps, tail
+
+
+def _hoist(group, planned):
+    """({index of a repeated run: (a reader, the steps its readers share)}, {reader: its own steps}).
+    Where every reader's steps are the same reshape and permute around its own narrows (torch's
+    q/k/v split: one reshape and one permute of the in-projection, then a narrow each), the narrows
+    move after the shared permute; else the readers share their longest common first steps."""
+    readers = {}
+    for k, p in group.items():
+        readers.setdefault(p, []).append(k)
+    shared, rest = {}, {}
+    for p, ks in readers.items():
+        forms = [_shape_of(planned[k]) for k in ks]
+        if all(f is not None for f in forms) and len(set((f[0], f[2]) for f in forms)) == 1 \
+                and (forms[0][0] is not None or forms[0][2] is not None):
+            head, _, tail = forms[0]
+            shared[p] = (ks[0], tuple(st for st in (head, tail) if st is not None))
+            rest.update((k, _narrows_after(planned[k])) for k in ks)
+            continue
+        common = 0
+        while all(len(planned[k]) > common and planned[k][common] == planned[ks[0]][common] for k in ks):
+            common += 1
+        if common:
+            shared[p] = (ks[0], planned[ks[0]][:common])
+            rest.update((k, planned[k][common:]) for k in ks)
+    return shared, rest
+
+
+def _narrows_after(steps):
+    """A reader's narrows, moved after its permute (the shared steps hold the reshape and permute)."""
+    head, narrows, tail = _shape_of(steps)
+    perm = tail[1] if tail is not None else None
+    return tuple((_NARROW, perm.index(st[1]) if perm else st[1], st[2], st[3]) for st in narrows)

@@ -312,3 +312,39 @@ def test_official_node_tests_pass_through_the_rewritten_replay(monkeypatch):
         if not ok:
             failed.append("%s: %s" % (name, why))
     assert not failed, "\n".join(failed)
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_torch_qkv_split_shares_one_reshape_and_permute(batch):
+    """torch's q/k/v split of the in-projection (Reshape, Unsqueeze, Transpose, Squeeze, three
+    constant Gathers, each then Reshape and Transpose into heads): the readers' common steps run
+    once, in a call they all read."""
+    Lq, d, heads = 5, 12, 3
+    shape = numpy_helper.from_array(np.array([Lq, batch, 3, d], np.int64), "s3")
+    per = numpy_helper.from_array(np.array([Lq, batch * heads, d // heads], np.int64), "sh")
+    zero = numpy_helper.from_array(np.array([0], np.int64), "ax0")
+    two = numpy_helper.from_array(np.array([-2], np.int64), "axm2")
+    nodes = [n("Reshape", ["p", "s3"], ["r"]), n("Unsqueeze", ["r", "ax0"], ["u"]),
+             n("Transpose", ["u"], ["t"], perm=[3, 1, 2, 0, 4]), n("Squeeze", ["t", "axm2"], ["qkv"])]
+    for i, nm in enumerate("qkv"):
+        idx = "i%d" % i
+        nodes += [n("Constant", [], [idx], value=numpy_helper.from_array(np.array(i, np.int64))),
+                  n("Gather", ["qkv", idx], [nm + "0"], axis=0), n("Reshape", [nm + "0", "sh"], [nm + "1"]),
+                  n("Transpose", [nm + "1"], [nm], perm=[1, 0, 2]), n("Relu", [nm], [nm + "r"])]
+    nodes += [n("Add", ["qr", "kr"], ["qk"]), n("Add", ["qk", "vr"], ["y"])]
+    m = _model(nodes, [("p", [Lq, batch, 3 * d])], inits=[shape, per, zero, two])
+    device = ember.Cpu(kernels="c")
+    model = load(m.SerializeToString(), device=device)
+    x = np.random.default_rng(batch).standard_normal((Lq, batch, 3 * d)).astype(np.float32)
+    xe = ember.from_numpy(x, device=device)
+    for _ in range(2):
+        np.testing.assert_allclose(model(xe).numpy(), ort(m, x)[0], rtol=1e-6, atol=1e-6)
+    replay = model._replays[next(iter(model._replays))]
+    moves = [c for c in replay.calls if c[0].__name__ == "_movement"]
+    assert len(moves) == 4, [c[1].op_type for c in replay.calls]  # shared, then q, k, v
+    shared = moves[0][5][0]
+    assert all(c[4] == ((0, shared),) for c in moves[1:])  # each reader reads the shared view
+    # batch 1: the readers' steps are one narrow each; batch 2 (heads not nesting): the shared
+    # reshape and permute, then each its narrow, reshape and permute
+    own = [len(c[0].__closure__[0].cell_contents) for c in moves[1:]]
+    assert own == ([1, 1, 1] if batch == 1 else [3, 3, 3]), own
