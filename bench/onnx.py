@@ -1,6 +1,6 @@
 """ResNet-18 and the small BERT-like encoder at batch 1: ember beside onnxruntime in one run.
 
-    python bench/onnx.py [--rounds N] [--target S] [--clock cpu|wall] [--wgpu]
+    python bench/onnx.py [--rounds N] [--target S] [--clock cpu|wall] [--wgpu] [--models encoder,...]
 
 The models are tools/onnx_fixtures.py's (random weights, made at first use in tests/.cache/onnx):
 onnxruntime runs torch.onnx.export's file, ember runs the same model built with ember.nn and
@@ -46,8 +46,14 @@ def parse_args(argv):
                    help="cpu: this process's CPU time (busy neighbours do not inflate it; default); wall: elapsed")
     p.add_argument("--wgpu", action="store_true", help="also time ember on Wgpu (not in the ratio)")
     p.add_argument("--no-compiled", action="store_true", help="leave out the ember.accel.compile cells")
+    p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of %s" % ",".join(MODELS))
     p.add_argument("--no-onnx-numpy", action="store_true", help="time the onnx.load cells on the C Cpu only")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    args.models = tuple(m for m in args.models.split(",") if m)
+    bad = [m for m in args.models if m not in MODELS]
+    if bad or not args.models:
+        p.error("--models: expected names from %s, found %s" % (",".join(MODELS), ",".join(bad) or "none"))
+    return args
 
 
 def median(xs):
@@ -73,7 +79,7 @@ def cells(args):
     from ember.accel import NumPy, from_numpy
     from ember.accel import compile, onnx as ember_onnx
     fx = _fixtures()
-    folder = fx.ensure(names=MODELS)
+    folder = fx.ensure(names=args.models)
     devices = [("cpu_c", ember.Cpu(kernels="c")), ("numpy", NumPy())]
     if args.wgpu:
         from ember.accel import Wgpu
@@ -82,7 +88,7 @@ def cells(args):
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
-    for name in MODELS:
+    for name in args.models:
         base = os.path.join(folder, name)
         x, expected, state = np.load(base + ".input.npy"), np.load(base + ".expected.npy"), np.load(base + ".npz")
         session = ort.InferenceSession(base + ".onnx", options, providers=["CPUExecutionProvider"])
@@ -160,7 +166,7 @@ def main(argv):
         for k, v in got.items():
             times[k].append(v)
     result = {"%s_ms" % k: round(median(v), 3) for k, v in sorted(times.items())}
-    for name in MODELS:
+    for name in args.models:
         ember_ms = min(median(times["%s_ember_%s" % (name, d)]) for d in ("cpu_c", "numpy"))
         result["%s_b1_vs_ort" % name] = round(median(times["%s_ort" % name]) / ember_ms, 3)
         loaded = [median(v) for k, v in times.items()

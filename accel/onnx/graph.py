@@ -8,7 +8,6 @@ whose condition is known (its branch is inlined). What stays is a list of ``Step
 ``run_plan`` executes with ember ops on the inputs' device.
 """
 import ember
-import ember.nn.functional as F
 from ember.errors import ArgumentError, EmberError, RecordError
 
 from . import ops
@@ -290,11 +289,16 @@ def _run(n, fn, args):
     try:
         out = fn(n, *args)
     except EmberError as e:
-        text = str(e)
-        if text.startswith("onnx"):
-            raise
-        raise type(e)("onnx: node %s: %s" % (n.label(), text)) from e
+        _relabel(n, e)
     return out if isinstance(out, (tuple, list)) else (out,)
+
+
+def _relabel(n, e):
+    """Raise ``e`` again, naming node ``n`` unless an onnx message already names one."""
+    text = str(e)
+    if text.startswith("onnx") or n is None:
+        raise e
+    raise type(e)("onnx: node %s: %s" % (n.label(), text)) from e
 
 
 _HOST = []
@@ -370,21 +374,25 @@ class Replay:
         self.calls, self.consts = calls, consts
 
     def run(self, env):
-        for fn, node, dev, args, srcs, outs, moves, scoped in self.calls:
-            for k, name in srcs:
-                args[k] = env[name]
-            for k in moves:
-                args[k] = args[k].to(dev)
-            node.device = dev
-            if scoped:
-                node.scope = env
-            got = _run(node, fn, args)
-            if len(outs) == 1:
-                env[outs[0]] = got[0]
-            else:
-                for name, v in zip(outs, got):
-                    if name:
-                        env[name] = v
+        node = None
+        try:  # one handler for the whole loop (a try per call costs more than a small op)
+            for fn, node, dev, args, srcs, outs, moves, scoped in self.calls:
+                for k, name in srcs:
+                    args[k] = env[name]
+                for k in moves:
+                    args[k] = args[k].to(dev)
+                node.device = dev
+                if scoped:
+                    node.scope = env
+                got = fn(node, *args)
+                if type(got) is not tuple and type(got) is not list:
+                    env[outs[0]] = got
+                else:
+                    for name, v in zip(outs, got):
+                        if name:
+                            env[name] = v
+        except EmberError as e:
+            _relabel(node, e)
         return env
 
 
@@ -447,120 +455,13 @@ def specialize(steps, env, dynamic, device, base, protected=()):
         # they stay in the replay's starting scope, and nothing is rewritten
         consts.update((k, env[k]) for k in known if k in env)
     else:
+        from .fuse import fuse
         calls = fuse(calls, reads, env, protected)
+        # the bound arguments hold the constants: the starting scope needs only what a call reads
+        # by name without a call making it, and the graph outputs that folded
+        made = set(dynamic)
+        for c in calls:
+            made.update(c[5])
+        need = set(n for c in calls for _, n in c[4] if n not in made) | set(protected)
+        consts = dict((k, env[k]) for k in need if k in env and k not in dynamic)
     return env, Replay(calls, consts)
-
-
-def _linear(node, x, w, b):
-    """MatMul(x, w) + b as ``F.linear`` (one fused C call on the C-backed Cpu)."""
-    if w.dim() == 2 and b.dim() == 1:
-        return F.linear(x, w.T, b)
-    return ember.matmul(x, w) + b
-
-
-def _gelu(node, x):
-    return F.gelu(x)
-
-
-def _scalar(t, want):
-    """Whether the bound constant ``t`` is one number within 1e-6 of ``want``."""
-    if t is None or not hasattr(t, "numel") or t.numel() != 1 or t.dtype.kind != "f":
-        return False
-    return abs(float(t.reshape(-1)[0].item()) - want) <= 1e-6 * max(1.0, abs(want))
-
-
-def _alias_identities(calls, names, protected):
-    """Drop the Identity calls (torch's exports alias shared weights through them): their readers
-    read the source instead. An Identity whose output the graph returns stays."""
-    alias = {}
-    keep_c, keep_n = [], []
-    for c, ins in zip(calls, names):
-        ins = [alias.get(i, i) for i in ins]
-        if c[1].op_type == "Identity" and c[0] is not _identity and len(c[5]) == 1 and ins and ins[0] \
-                and c[3][0] is None and c[5][0] not in protected and not c[6]:
-            alias[c[5][0]] = ins[0]
-            continue
-        srcs = tuple((k, alias.get(n, n)) for k, n in c[4])
-        keep_c.append(c[:4] + (srcs,) + c[5:])
-        keep_n.append(ins)
-    return keep_c, keep_n
-
-
-def fuse(calls, names, env, protected):
-    """Rewrite two patterns of exported graphs into the composites whose fused C paths the Cpu has:
-    MatMul by a 2-d weight then Add of a 1-d bias (``F.linear``), and the erf GELU
-    ``x * (erf(x / sqrt 2) + 1) * 0.5`` (``F.gelu``). An intermediate value fuses away only when
-    nothing else (another node, a graph output) reads it."""
-    calls, names = _alias_identities(calls, names, protected)
-    uses = {}
-    for ins in names:
-        for i in ins:
-            if i:
-                uses[i] = uses.get(i, 0) + 1
-    for o in protected:
-        uses[o] = uses.get(o, 0) + 2
-    op = [c[1].op_type for c in calls]
-    outs = [c[5] for c in calls]
-    single = {}  # value -> index of the call that reads it, where exactly one call does
-    for k, ins in enumerate(names):
-        for i in ins:
-            if i and uses.get(i) == 1:
-                single[i] = k
-    dead = set()
-    replaced = {}
-    for k, c in enumerate(calls):
-        if k in dead or len(outs[k]) != 1 or c[6]:
-            continue
-        out = outs[k][0]
-        nxt = single.get(out)
-        if nxt is None:
-            continue
-        if op[k] == "MatMul" and op[nxt] == "Add" and names[k][0] and names[k][1]:
-            w = env.get(names[k][1])
-            b_name = [i for i in names[nxt] if i != out]
-            if len(b_name) != 1 or w is None or w.dim() != 2 or names[nxt].count(out) != 1:
-                continue
-            b = env.get(b_name[0])
-            x = env.get(names[k][0])
-            if b is None or x is None or b.dim() != 1 or b.shape[0] != w.shape[1] or x.dim() < 1 \
-                    or x.dtype != w.dtype or b.dtype != w.dtype or w.dtype.kind != "f":
-                continue
-            nb = calls[nxt]
-            if nb[6]:
-                continue
-            args = [c[3][0], c[3][1], nb[3][names[nxt].index(b_name[0])]]
-            srcs = tuple((j, n) for j, n in ((0, names[k][0]), (1, names[k][1]), (2, b_name[0]))
-                         if args[j] is None)
-            replaced[nxt] = (_linear, nb[1], nb[2], args, srcs, nb[5], (), False)
-            dead.add(k)
-        elif op[k] == "Div" and _scalar(c[3][1], 2.0 ** 0.5) and names[k][0]:
-            x_name = names[k][0]
-            chain = [k]
-            e = nxt
-            if op[e] != "Erf" or len(outs[e]) != 1:
-                continue
-            a = single.get(outs[e][0])
-            if a is None or op[a] != "Add" or len(outs[a]) != 1:
-                continue
-            other = 1 - names[a].index(outs[e][0])
-            if not _scalar(calls[a][3][other], 1.0):
-                continue
-            m = single.get(outs[a][0])
-            if m is None or op[m] != "Mul" or sorted(names[m]) != sorted([x_name, outs[a][0]]) or len(outs[m]) != 1:
-                continue
-            h = single.get(outs[m][0])
-            if h is None or op[h] != "Mul":
-                continue
-            other = 1 - names[h].index(outs[m][0])
-            if not _scalar(calls[h][3][other], 0.5):
-                continue
-            chain += [e, a, m]
-            x = env.get(x_name)
-            if x is None or x.dtype.kind != "f":
-                continue
-            nh = calls[h]
-            bound = [c[3][0]]
-            srcs = ((0, x_name),) if bound[0] is None else ()
-            replaced[h] = (_gelu, nh[1], nh[2], bound, srcs, nh[5], (), False)
-            dead.update(chain)
-    return [replaced.get(k, c) for k, c in enumerate(calls) if k not in dead]

@@ -26,8 +26,9 @@ class _Scope(Module):
 class OnnxModule(Module):
     """Runs an ONNX graph with ember ops: ``model(*inputs)`` gives its outputs (one tensor, or a
     tuple when the graph has several). The first call for given input shapes runs the plan node by
-    node and keeps a replay (``graph.specialize``: shape arithmetic folded, flat bound calls, a
-    few fused rewrites); later calls with those shapes run the replay."""
+    node and keeps a replay (``graph.specialize``: shape arithmetic folded, flat bound calls,
+    rewritten onto fused composites by ``fuse.py``, see docs/onnx.md); later calls with those
+    shapes run the replay."""
 
     def __init__(self, plan, consts, params, inputs, outputs, device):
         super().__init__()
@@ -48,6 +49,8 @@ class OnnxModule(Module):
             used.add(path)
             where.append((onnx_name, path))
         object.__setattr__(self, "_param_paths", where)
+        object.__setattr__(self, "_param_slots", None)
+        object.__setattr__(self, "_last", None)  # (device, parameter values, input signature, replay)
 
     def _place(self, path, t):
         parts = path.split(".")
@@ -94,13 +97,16 @@ class OnnxModule(Module):
         if len(inputs) != len(self._inputs):
             raise ArgumentError("onnx model: expected %d input(s) (%s), found %d"
                                 % (len(self._inputs), ", ".join(self._inputs), len(inputs)))
-        params = dict(self.named_parameters())
-        device = inputs[0].device if inputs else (next(iter(params.values())).value.device if params else self._device)
-        env = dict(self._constants(device))
-        values = [(onnx_name, params[path].value) for onnx_name, path in self._param_paths]
-        key = self._replay_key(device, inputs, values)
-        if key is not None:
-            replay = self._replays.get(key)
+        values = self._values()
+        device = inputs[0].device if inputs else (values[0][1].device if values else self._device)
+        replay = self._last_replay(device, inputs, values)
+        key = None if replay is not None else self._replay_key(device, inputs, values)
+        if replay is not None or key is not None:
+            if replay is None:
+                replay = self._replays.get(key)
+                if replay is not None:
+                    object.__setattr__(self, "_last", (device, [v for _, v in values], self._signature(inputs),
+                                                       replay))
             if replay is not None:
                 env = dict(replay.consts)
                 for onnx_name, v in values:
@@ -110,6 +116,7 @@ class OnnxModule(Module):
                 replay.run(env)
                 outs = tuple(env[o] for o in self._outputs)
                 return outs[0] if len(outs) == 1 else outs
+        env = dict(self._constants(device))
         for onnx_name, v in values:
             env[onnx_name] = v
         for name, x in zip(self._inputs, inputs):
@@ -121,9 +128,72 @@ class OnnxModule(Module):
             env, replay = specialize(self._plan, env, dynamic, device, self._constants(device), self._outputs)
             if len(self._replays) >= 16:
                 self._replays.clear()
+                object.__setattr__(self, "_last", None)
             self._replays[key] = replay
         outs = tuple(env[o] for o in self._outputs)
         return outs[0] if len(outs) == 1 else outs
+
+    def _values(self):
+        """(ONNX name, current value) per parameter. Where each parameter lives is found once and
+        checked every call (a scope replaced, a parameter deleted or set anew is seen): walking
+        ``named_parameters`` each call cost more than a small model's forward."""
+        slots = self.__dict__.get("_param_slots")
+        if slots is not None:
+            edges, slots = slots
+            if all(parent.__dict__.get(name) is child for parent, name, child in edges):
+                out = []
+                for onnx_name, owner, attr in slots:
+                    p = owner._params.get(attr)
+                    if p is None:
+                        break
+                    out.append((onnx_name, p.value))
+                else:
+                    return out
+        located = self._locate()
+        object.__setattr__(self, "_param_slots", located)
+        if located is None:  # not where it was placed: found by its path, as state_dict names it
+            params = dict(self.named_parameters())
+            return [(onnx_name, params[path].value) for onnx_name, path in self._param_paths]
+        return [(onnx_name, owner._params[attr].value) for onnx_name, owner, attr in located[1]]
+
+    def _locate(self):
+        """(edges, slots): each (parent, name, child) scope link and each (ONNX name, owning module,
+        attribute) of a parameter; None where a path no longer leads to a parameter."""
+        edges, slots, seen = [], [], set()
+        for onnx_name, path in self._param_paths:
+            parts = path.split(".")
+            m = self
+            for part in parts[:-1]:
+                child = m.__dict__.get(part)
+                if not isinstance(child, Module):
+                    return None
+                if (id(m), part) not in seen:
+                    seen.add((id(m), part))
+                    edges.append((m, part, child))
+                m = child
+            if parts[-1] not in m._params:
+                return None
+            slots.append((onnx_name, m, parts[-1]))
+        return edges, slots
+
+    def _last_replay(self, device, inputs, values):
+        """The replay of the previous call where this call has the same device, the same parameter
+        values (the same tensors: their shapes and devices are too) and inputs of the same shapes
+        and dtypes on that device: building and hashing the full key costs more than a small op."""
+        last = self.__dict__.get("_last")
+        if last is None or last[0] is not device or len(last[1]) != len(values):
+            return None
+        for a, (_, b) in zip(last[1], values):
+            if a is not b:
+                return None
+        for x in inputs:
+            if getattr(x, "device", None) is not device:
+                return None
+        return last[3] if last[2] == self._signature(inputs) else None
+
+    @staticmethod
+    def _signature(inputs):
+        return tuple((tuple(x.shape), x.dtype.name) for x in inputs)
 
     def _replay_key(self, device, inputs, values):
         """The key of the specialised replay for these inputs, or None where none applies: when an
