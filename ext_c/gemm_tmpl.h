@@ -102,6 +102,103 @@ static void G(dot4)(const T *EMB_RESTRICT x, const T *EMB_RESTRICT y, emb_i ys, 
     r[2] = r2;
     r[3] = r3;
 }
+/* C[R rows, NVT vectors of type VT] (+)= A[R rows, k] @ B[k, those columns] with B's rows read in place
+   (no packing): each element summed over p in order from 0 (or from C), as the axpy loop of
+   G(small) and (one K block) the packed path sum it */
+#define G_DIRECT_TILE(NAME, VT) \
+    static inline __attribute__((always_inline)) void NAME(int R, int NVT, emb_i k, const T *a, emb_i rsa, \
+                                                           emb_i csa, const T *b, const emb_i *boff, emb_i rsb, \
+                                                           T *c, emb_i ldc, int accumulate) \
+    { \
+        enum { W = sizeof(VT) / sizeof(T) }; \
+        VT acc[MR][NV]; \
+        emb_i p; \
+        int i, j; \
+        for (i = 0; i < R; i++) \
+            for (j = 0; j < NVT; j++) \
+                acc[i][j] = accumulate ? *(const VT *)(c + i * ldc + j * W) : (VT){0}; \
+        for (p = 0; p < k; p++) { \
+            const T *brow = b + (boff ? boff[p] : p * rsb); \
+            VT bv[NV]; \
+            for (j = 0; j < NVT; j++) \
+                bv[j] = *(const VT *)(brow + j * W); \
+            for (i = 0; i < R; i++) { \
+                T av = a[i * rsa + p * csa]; \
+                for (j = 0; j < NVT; j++) \
+                    acc[i][j] += av * bv[j]; \
+            } \
+        } \
+        for (i = 0; i < R; i++) \
+            for (j = 0; j < NVT; j++) \
+                *(VT *)(c + i * ldc + j * W) = acc[i][j]; \
+    }
+
+/* half and quarter vectors for the last columns of a row */
+typedef T G(hvec) __attribute__((vector_size(VL * sizeof(T) / 2), aligned(sizeof(T)), may_alias));
+typedef T G(qvec) __attribute__((vector_size(VL * sizeof(T) / 4 > sizeof(T) ? VL * sizeof(T) / 4 : sizeof(T)),
+                                 aligned(sizeof(T)), may_alias));
+G_DIRECT_TILE(G(direct_tile), G(vec))
+G_DIRECT_TILE(G(direct_htile), G(hvec))
+G_DIRECT_TILE(G(direct_qtile), G(qvec))
+#undef G_DIRECT_TILE
+
+/* rows [0, R) of C where B's rows are contiguous: NR-wide tiles, then narrower ones, then a scalar tail */
+static inline __attribute__((always_inline)) void G(direct_rows)(int R, emb_i n, emb_i k, const T *a, emb_i rsa,
+                                                                 emb_i csa, const T *b, const emb_i *boff,
+                                                                 emb_i rsb, T *c, emb_i ldc, int accumulate)
+{
+    enum { HW = sizeof(G(hvec)) / sizeof(T), QW = sizeof(G(qvec)) / sizeof(T) };
+    emb_i j = 0, p;
+    int i;
+    for (; j + NR <= n; j += NR)
+        G(direct_tile)(R, NV, k, a, rsa, csa, b + j, boff, rsb, c + j, ldc, accumulate);
+    for (; j + VL <= n; j += VL)
+        G(direct_tile)(R, 1, k, a, rsa, csa, b + j, boff, rsb, c + j, ldc, accumulate);
+    if (j + HW <= n) {
+        G(direct_htile)(R, 1, k, a, rsa, csa, b + j, boff, rsb, c + j, ldc, accumulate);
+        j += HW;
+    }
+    if (j + QW <= n) {
+        G(direct_qtile)(R, 1, k, a, rsa, csa, b + j, boff, rsb, c + j, ldc, accumulate);
+        j += QW;
+    }
+    if (j == n)
+        return;
+    for (i = 0; i < R; i++) {
+        T *EMB_RESTRICT crow = c + i * ldc;
+        emb_i q;
+        if (!accumulate)
+            for (q = j; q < n; q++)
+                crow[q] = 0;
+        for (p = 0; p < k; p++) {
+            T av = a[i * rsa + p * csa];
+            const T *EMB_RESTRICT brow = b + (boff ? boff[p] : p * rsb);
+            for (q = j; q < n; q++)
+                crow[q] += av * brow[q];
+        }
+    }
+}
+
+/* the whole product with B's rows contiguous and few rows of A: no packing (at these sizes packing
+   costs more than it saves); rows in blocks of MR, then 4, 2, 1 */
+static void G(direct)(emb_i m, emb_i n, emb_i k, const T *a, emb_i rsa, emb_i csa, const T *b, const emb_i *boff,
+                      emb_i rsb, T *c, emb_i ldc, int accumulate)
+{
+    emb_i i = 0;
+    for (; i + MR <= m; i += MR)
+        G(direct_rows)(MR, n, k, a + i * rsa, rsa, csa, b, boff, rsb, c + i * ldc, ldc, accumulate);
+    if (MR > 4 && i + 4 <= m) {
+        G(direct_rows)(4, n, k, a + i * rsa, rsa, csa, b, boff, rsb, c + i * ldc, ldc, accumulate);
+        i += 4;
+    }
+    if (i + 2 <= m) {
+        G(direct_rows)(2, n, k, a + i * rsa, rsa, csa, b, boff, rsb, c + i * ldc, ldc, accumulate);
+        i += 2;
+    }
+    if (i < m)
+        G(direct_rows)(1, n, k, a + i * rsa, rsa, csa, b, boff, rsb, c + i * ldc, ldc, accumulate);
+}
+#define G_DIRECT 1
 #else
 static void G(micro)(emb_i kc, const T *EMB_RESTRICT ap, const T *EMB_RESTRICT bp, T *EMB_RESTRICT c,
                      emb_i ldc, int accumulate)
@@ -226,6 +323,15 @@ void EMB_FN(G(gemm))(emb_i m, emb_i n, emb_i k, const T *a, emb_i rsa, emb_i csa
                     c[i * ldc + j] = 0;
         return;
     }
+#ifdef G_DIRECT
+    /* B's rows contiguous and few rows or a short K: register tiles straight from A and B, each
+       sum the one G(small)'s axpy loop makes, or (one K block, C written) the packed path's */
+    if (csb == 1 && (boff || rsb != 1 || csa != 1) &&
+        (m < MR || !work || (k <= KC && !accumulate && (m <= 2 * MR || k <= EMB_GEMM_DIRECT_K)))) {
+        G(direct)(m, n, k, a, rsa, csa, b, boff, rsb, c, ldc, accumulate);
+        return;
+    }
+#endif
     if (m < MR || !work) {
         G(small)(m, n, k, a, rsa, csa, b, boff, rsb, csb, c, ldc, accumulate);
         return;
@@ -302,6 +408,7 @@ void EMB_FN(G(gemm))(emb_i m, emb_i n, emb_i k, const T *a, emb_i rsa, emb_i csa
 }
 
 #undef NV
+#undef G_DIRECT
 #undef G
 #undef G_NAME3
 #undef G_CAT3

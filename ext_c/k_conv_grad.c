@@ -263,6 +263,49 @@ void EMB_FN(conv_grad_weight)(int dtype, const emb_i *p, const void *xv, const v
                     } \
                 }
 
+/* the gradient of the 2x2 max pool (k_conv.c's pool_max2): each window's gradient, added to 0 as
+   the general path adds it, goes to its first max (its first nan), the rest of the plane is 0 */
+#define POOL_GRAD_MAX2(T) \
+    { \
+        const T *x = (const T *)xv, *g = (const T *)gv; \
+        T *gx = (T *)gxv; \
+        emb_i h = P(H), w = P(W), oh = P(OH), ow = P(OW), plane, oy, ox, i; \
+        const T z = 0; \
+        for (plane = plane0; plane < plane1; plane++) { \
+            const T *src = x + plane * h * w; \
+            const T *gp = g + plane * oh * ow; \
+            T *gxp = gx + plane * h * w; \
+            if (2 * oh != h || 2 * ow != w) \
+                for (i = 0; i < h * w; i++) gxp[i] = 0; \
+            for (oy = 0; oy < oh; oy++) { \
+                const T *EMB_RESTRICT r0 = src + 2 * oy * w, *EMB_RESTRICT r1 = r0 + w; \
+                T *g0 = gxp + 2 * oy * w, *g1 = g0 + w; \
+                const T *EMB_RESTRICT gr = gp + oy * ow; \
+                for (ox = 0; ox < ow; ox++) { \
+                    T a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1], best = a; \
+                    T gv1 = gr[ox]; \
+                    /* bitwise flags and an index, no ?: : branches on random data mispredict */ \
+                    int na = a != a, nb = b != b, nc = c != c, nan = na | nb | nc | (d != d), ha, hb, hc; \
+                    emb_i at; \
+                    best = b > best ? b : best; \
+                    best = c > best ? c : best; \
+                    best = d > best ? d : best; \
+                    ha = (na & nan) | ((a == best) & (nan ^ 1)); \
+                    hb = (ha ^ 1) & ((nb & nan) | ((b == best) & (nan ^ 1))); \
+                    hc = (ha | hb) ^ 1; \
+                    hc &= (nc & nan) | ((c == best) & (nan ^ 1)); \
+                    at = 3 - 3 * ha - 2 * hb - hc; /* 0..3: a, b, c, d */ \
+                    g0[2 * ox] = z; \
+                    g0[2 * ox + 1] = z; \
+                    g1[2 * ox] = z; \
+                    g1[2 * ox + 1] = z; \
+                    g0[(at >> 1) * w + 2 * ox + (at & 1)] = z + gv1; \
+                } \
+            } \
+        } \
+        return; \
+    }
+
 #define POOL_GRAD(T) \
     { \
         const T *x = (const T *)xv, *g = (const T *)gv; \
@@ -293,6 +336,11 @@ void EMB_FN(conv_grad_weight)(int dtype, const emb_i *p, const void *xv, const v
 void EMB_FN(pool2d_grad)(int op, int dtype, const emb_i *p, emb_i plane0, emb_i plane1, const void *xv,
                          const void *gv, void *gxv, void *workv)
 {
+    if (pool_max2(op, p)) {
+        if (dtype == EMB_F64)
+            POOL_GRAD_MAX2(double)
+        POOL_GRAD_MAX2(float)
+    }
     if (dtype == EMB_F64)
         POOL_GRAD(double)
     POOL_GRAD(float)
