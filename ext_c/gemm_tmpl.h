@@ -102,13 +102,19 @@ static void G(dot4)(const T *EMB_RESTRICT x, const T *EMB_RESTRICT y, emb_i ys, 
     r[2] = r2;
     r[3] = r3;
 }
+#ifndef EMB_GEMM_MODES
+#define EMB_GEMM_MODES
+enum { G_WRITE, G_FROM_C, G_ADD }; /* how G(direct) writes C */
+#endif
+
 /* C[R rows, NVT vectors of type VT] (+)= A[R rows, k] @ B[k, those columns] with B's rows read in place
-   (no packing): each element summed over p in order from 0 (or from C), as the axpy loop of
-   G(small) and (one K block) the packed path sum it */
+   (no packing): each element summed over p in order, from 0 (mode G_WRITE), from C (G_FROM_C, as
+   G(small)'s axpy loop sums it) or from 0 and then added to C (G_ADD, as the packed path sums one
+   K block) */
 #define G_DIRECT_TILE(NAME, VT) \
     static inline __attribute__((always_inline)) void NAME(int R, int NVT, emb_i k, const T *a, emb_i rsa, \
                                                            emb_i csa, const T *b, const emb_i *boff, emb_i rsb, \
-                                                           T *c, emb_i ldc, int accumulate) \
+                                                           T *c, emb_i ldc, int mode) \
     { \
         enum { W = sizeof(VT) / sizeof(T) }; \
         VT acc[MR][NV]; \
@@ -116,7 +122,7 @@ static void G(dot4)(const T *EMB_RESTRICT x, const T *EMB_RESTRICT y, emb_i ys, 
         int i, j; \
         for (i = 0; i < R; i++) \
             for (j = 0; j < NVT; j++) \
-                acc[i][j] = accumulate ? *(const VT *)(c + i * ldc + j * W) : (VT){0}; \
+                acc[i][j] = mode == G_FROM_C ? *(const VT *)(c + i * ldc + j * W) : (VT){0}; \
         for (p = 0; p < k; p++) { \
             const T *brow = b + (boff ? boff[p] : p * rsb); \
             VT bv[NV]; \
@@ -129,8 +135,13 @@ static void G(dot4)(const T *EMB_RESTRICT x, const T *EMB_RESTRICT y, emb_i ys, 
             } \
         } \
         for (i = 0; i < R; i++) \
-            for (j = 0; j < NVT; j++) \
-                *(VT *)(c + i * ldc + j * W) = acc[i][j]; \
+            for (j = 0; j < NVT; j++) { \
+                VT *dst = (VT *)(c + i * ldc + j * W); \
+                if (mode == G_ADD) \
+                    *dst += acc[i][j]; \
+                else \
+                    *dst = acc[i][j]; \
+            } \
     }
 
 /* half and quarter vectors for the last columns of a row */
@@ -145,58 +156,59 @@ G_DIRECT_TILE(G(direct_qtile), G(qvec))
 /* rows [0, R) of C where B's rows are contiguous: NR-wide tiles, then narrower ones, then a scalar tail */
 static inline __attribute__((always_inline)) void G(direct_rows)(int R, emb_i n, emb_i k, const T *a, emb_i rsa,
                                                                  emb_i csa, const T *b, const emb_i *boff,
-                                                                 emb_i rsb, T *c, emb_i ldc, int accumulate)
+                                                                 emb_i rsb, T *c, emb_i ldc, int mode)
 {
     enum { HW = sizeof(G(hvec)) / sizeof(T), QW = sizeof(G(qvec)) / sizeof(T) };
     emb_i j = 0, p;
     int i;
     for (; j + NR <= n; j += NR)
-        G(direct_tile)(R, NV, k, a, rsa, csa, b + j, boff, rsb, c + j, ldc, accumulate);
+        G(direct_tile)(R, NV, k, a, rsa, csa, b + j, boff, rsb, c + j, ldc, mode);
     for (; j + VL <= n; j += VL)
-        G(direct_tile)(R, 1, k, a, rsa, csa, b + j, boff, rsb, c + j, ldc, accumulate);
+        G(direct_tile)(R, 1, k, a, rsa, csa, b + j, boff, rsb, c + j, ldc, mode);
     if (j + HW <= n) {
-        G(direct_htile)(R, 1, k, a, rsa, csa, b + j, boff, rsb, c + j, ldc, accumulate);
+        G(direct_htile)(R, 1, k, a, rsa, csa, b + j, boff, rsb, c + j, ldc, mode);
         j += HW;
     }
     if (j + QW <= n) {
-        G(direct_qtile)(R, 1, k, a, rsa, csa, b + j, boff, rsb, c + j, ldc, accumulate);
+        G(direct_qtile)(R, 1, k, a, rsa, csa, b + j, boff, rsb, c + j, ldc, mode);
         j += QW;
     }
     if (j == n)
         return;
-    for (i = 0; i < R; i++) {
-        T *EMB_RESTRICT crow = c + i * ldc;
-        emb_i q;
-        if (!accumulate)
-            for (q = j; q < n; q++)
-                crow[q] = 0;
+    for (i = 0; i < R; i++) { /* fewer than QW columns (at most 4) */
+        T *crow = c + i * ldc, sum[4];
+        emb_i q, nq = n - j;
+        for (q = 0; q < nq; q++)
+            sum[q] = mode == G_FROM_C ? crow[j + q] : 0;
         for (p = 0; p < k; p++) {
             T av = a[i * rsa + p * csa];
-            const T *EMB_RESTRICT brow = b + (boff ? boff[p] : p * rsb);
-            for (q = j; q < n; q++)
-                crow[q] += av * brow[q];
+            const T *brow = b + (boff ? boff[p] : p * rsb) + j;
+            for (q = 0; q < nq; q++)
+                sum[q] += av * brow[q];
         }
+        for (q = 0; q < nq; q++)
+            crow[j + q] = mode == G_ADD ? crow[j + q] + sum[q] : sum[q];
     }
 }
 
 /* the whole product with B's rows contiguous and few rows of A: no packing (at these sizes packing
    costs more than it saves); rows in blocks of MR, then 4, 2, 1 */
 static void G(direct)(emb_i m, emb_i n, emb_i k, const T *a, emb_i rsa, emb_i csa, const T *b, const emb_i *boff,
-                      emb_i rsb, T *c, emb_i ldc, int accumulate)
+                      emb_i rsb, T *c, emb_i ldc, int mode)
 {
     emb_i i = 0;
     for (; i + MR <= m; i += MR)
-        G(direct_rows)(MR, n, k, a + i * rsa, rsa, csa, b, boff, rsb, c + i * ldc, ldc, accumulate);
+        G(direct_rows)(MR, n, k, a + i * rsa, rsa, csa, b, boff, rsb, c + i * ldc, ldc, mode);
     if (MR > 4 && i + 4 <= m) {
-        G(direct_rows)(4, n, k, a + i * rsa, rsa, csa, b, boff, rsb, c + i * ldc, ldc, accumulate);
+        G(direct_rows)(4, n, k, a + i * rsa, rsa, csa, b, boff, rsb, c + i * ldc, ldc, mode);
         i += 4;
     }
     if (i + 2 <= m) {
-        G(direct_rows)(2, n, k, a + i * rsa, rsa, csa, b, boff, rsb, c + i * ldc, ldc, accumulate);
+        G(direct_rows)(2, n, k, a + i * rsa, rsa, csa, b, boff, rsb, c + i * ldc, ldc, mode);
         i += 2;
     }
     if (i < m)
-        G(direct_rows)(1, n, k, a + i * rsa, rsa, csa, b, boff, rsb, c + i * ldc, ldc, accumulate);
+        G(direct_rows)(1, n, k, a + i * rsa, rsa, csa, b, boff, rsb, c + i * ldc, ldc, mode);
 }
 #define G_DIRECT 1
 #else
@@ -324,12 +336,18 @@ void EMB_FN(G(gemm))(emb_i m, emb_i n, emb_i k, const T *a, emb_i rsa, emb_i csa
         return;
     }
 #ifdef G_DIRECT
-    /* B's rows contiguous and few rows or a short K: register tiles straight from A and B, each
-       sum the one G(small)'s axpy loop makes, or (one K block, C written) the packed path's */
-    if (csb == 1 && (boff || rsb != 1 || csa != 1) &&
-        (m < MR || !work || (k <= KC && !accumulate && (m <= 2 * MR || k <= EMB_GEMM_DIRECT_K)))) {
-        G(direct)(m, n, k, a, rsa, csa, b, boff, rsb, c, ldc, accumulate);
-        return;
+    /* B's rows contiguous and few rows, a short K or a narrow B: register tiles straight from A
+       and B, each sum the one G(small)'s axpy loop makes, or (one K block) the packed path's */
+    if (csb == 1 && (boff || rsb != 1 || csa != 1)) {
+        if (m < MR || !work) {
+            G(direct)(m, n, k, a, rsa, csa, b, boff, rsb, c, ldc, accumulate ? G_FROM_C : G_WRITE);
+            return;
+        }
+        /* narrow B: packed tiles would be mostly padding */
+        if (k <= KC && (m <= 2 * MR || k <= EMB_GEMM_DIRECT_K || n < NR)) {
+            G(direct)(m, n, k, a, rsa, csa, b, boff, rsb, c, ldc, accumulate ? G_ADD : G_WRITE);
+            return;
+        }
     }
 #endif
     if (m < MR || !work) {

@@ -192,7 +192,9 @@ def _segments(steps):
                 rows += r
                 args.extend(a)
                 names.append(name)
-            out.append((3, len(calls), run, (kinds, offs, args, rets), tuple(patches), tuple(rows), names))
+            arrays = (kinds, offs, args, rets)  # never resized: their addresses hold for every replay
+            out.append((3, len(calls), run, arrays, tuple(patches), tuple(rows), names,
+                        tuple(a.buffer_info()[0] for a in arrays)))
         out.extend(views)
         del calls[:], views[:]
 
@@ -418,13 +420,13 @@ class LoweredPlan:
                 if fn(*args) != ret:
                     raise ReplayError("%s reported what its recording did not" % name)
             elif kind == 3:  # a run of kernel calls: one C loop
-                _, n, run, arrays, patches, rows, names = step
+                _, n, run, arrays, patches, rows, names, where = step
                 args = arrays[2]
                 for i, b, off in patches:
                     args[i] = addr[b] + off
                 for table, k, b, off in rows:
                     table[k] = addr[b] + off
-                bad = run(n, *[a.buffer_info()[0] for a in arrays])
+                bad = run(n, *where)
                 if bad != -1:
                     raise ReplayError("%s reported what its recording did not" % names[bad])
             elif kind == 1:

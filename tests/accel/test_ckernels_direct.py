@@ -34,7 +34,8 @@ def _rand(shape, dtype, device, seed):
 
 # m (rows of A), n (columns of B: whole tiles, a vector, a half, a quarter, a scalar tail), k
 GEMM_SHAPES = [(1, 5, 3), (3, 45, 25), (6, 892, 25), (9, 100, 16), (16, 136, 150), (17, 61, 64),
-               (40, 77, 64), (150, 100, 16), (5, 31, 300)]
+               (40, 77, 64), (150, 100, 16), (150, 16, 100), (5, 31, 300),
+               (24, 40, 100)]  # the last one packed: its rows alone are not, and sum the same
 
 
 @pytest.mark.parametrize("dtype", (ember.float32, ember.float64))
@@ -61,9 +62,10 @@ def test_direct_gemm_rows_and_columns_have_the_bits_they_have_alone(m, n, k):
         assert part == [row[j0:j1] for row in full], ("columns", j0, j1)
 
 
-@pytest.mark.parametrize("batch", (1, 6, 16))
+@pytest.mark.parametrize("batch", (1, 6, 16, 40))
 def test_linear_with_bias_on_the_direct_path(batch):
-    """Few rows with a bias: the bias is C's start and the products are added to it in order."""
+    """A bias is C's start: below 8 rows the products are added to it in order, from 8 rows their
+    sum is (as the packed path adds it)."""
     x, w, bias = _rand((batch, 50), ember.float32, C, 1), _rand((20, 50), ember.float32, C, 2), \
         _rand((20,), ember.float32, C, 3)
     assert_close(F.linear(x, w, bias), F.linear(x.to(PURE), w.to(PURE), bias.to(PURE)), rtol=1e-5, atol=1e-5)
