@@ -4,7 +4,8 @@ padding) forward and gradient.
 
 The GEMM tiles sum each element over K in order, as the path they replace did, so a row computed
 in a block of rows, or a column in a wide tile, has the bits it has computed alone; all match the
-pure-Python Cpu within the matmul tolerance. The pools match the pure Cpu exactly.
+pure-Python Cpu within the matmul tolerance. The pools match the pure Cpu exactly. Bool results
+keep the bytes C wrote (``cstorage.Bools``), which the next kernel reads and none writes.
 """
 import math
 import random
@@ -121,3 +122,26 @@ def test_max_pool_2x2_picks_the_first_max_and_the_first_nan():
     assert got.tolist() == [[[[0.0, 10.0, 20.0, 0.0], [0.0, 0.0, 0.0, 0.0]]]]
     y = F.max_pool2d(x, 2).tolist()[0][0][0]
     assert y[0] == 2.0 and y[1] != y[1]
+
+
+# -- bool results keep the bytes C wrote (cstorage.Bools): kernels read them, none writes them
+
+def test_bool_results_are_lists_that_keep_their_bytes():
+    from ember.backends.cpu.cstorage import Bools, native
+    a = ember.tensor([1.0, -2.0, 3.0, 0.0], device=C)
+    mask = a > 0
+    assert type(mask._data.data) is Bools and mask._data.data == [True, False, True, False]
+    assert list(native(mask._data)) == [1, 0, 1, 0]
+    assert (mask.float()).tolist() == [1.0, 0.0, 1.0, 0.0]
+    assert a.where(mask, 0.0).tolist() == [1.0, 0.0, 3.0, 0.0]
+
+
+def test_writes_into_a_copy_of_a_bool_result_leave_it_unchanged():
+    mask = ember.tensor([1.0, -2.0, 3.0, 0.0], device=C) > 0
+    hit = mask.scatter(0, ember.tensor([1, 3], device=C), ember.tensor([True, True], device=C))
+    assert hit.tolist() == [True, True, True, True]
+    cut = mask.clone()
+    cut[0:2] = False
+    assert cut.tolist() == [False, False, True, False]
+    assert mask.tolist() == [True, False, True, False]
+    assert (mask.float()).tolist() == [1.0, 0.0, 1.0, 0.0]
