@@ -376,6 +376,21 @@ void EMB_FN(G(gemm))(emb_i m, emb_i n, emb_i k, const T *a, emb_i rsa, emb_i csa
                     }
                     continue;
                 }
+                if (!boff && rsb == 1 && nr == NR) {
+                    /* B's columns contiguous (x @ w.T): a transpose, 8 rows of the panel at a time, so
+                       each column is read in runs and the rows written stay in a few cache lines */
+                    emb_i p0, q, np;
+                    for (p0 = 0; p0 < kc; p0 += 8) {
+                        np = EMB_MIN(8, kc - p0);
+                        for (j = 0; j < NR; j++) {
+                            const T *EMB_RESTRICT src = b + (jc + jr + j) * csb + pc + p0;
+                            T *EMB_RESTRICT d = dst + p0 * NR + j;
+                            for (q = 0; q < np; q++)
+                                d[q * NR] = src[q];
+                        }
+                    }
+                    continue;
+                }
                 for (p = 0; p < kc; p++) {
                     const T *src = b + (boff ? boff[pc + p] : (pc + p) * rsb) + (jc + jr) * csb;
                     T *d = dst + p * NR;
