@@ -102,6 +102,115 @@ static void G(dot4)(const T *EMB_RESTRICT x, const T *EMB_RESTRICT y, emb_i ys, 
     r[2] = r2;
     r[3] = r3;
 }
+#ifndef EMB_GEMM_MODES
+#define EMB_GEMM_MODES
+enum { G_WRITE, G_FROM_C, G_ADD }; /* how G(direct) writes C */
+#endif
+
+/* C[R rows, NVT vectors of type VT] (+)= A[R rows, k] @ B[k, those columns] with B's rows read in place
+   (no packing): each element summed over p in order, from 0 (mode G_WRITE), from C (G_FROM_C, as
+   G(small)'s axpy loop sums it) or from 0 and then added to C (G_ADD, as the packed path sums one
+   K block) */
+#define G_DIRECT_TILE(NAME, VT) \
+    static inline __attribute__((always_inline)) void NAME(int R, int NVT, emb_i k, const T *a, emb_i rsa, \
+                                                           emb_i csa, const T *b, const emb_i *boff, emb_i rsb, \
+                                                           T *c, emb_i ldc, int mode) \
+    { \
+        enum { W = sizeof(VT) / sizeof(T) }; \
+        VT acc[MR][NV]; \
+        emb_i p; \
+        int i, j; \
+        for (i = 0; i < R; i++) \
+            for (j = 0; j < NVT; j++) \
+                acc[i][j] = mode == G_FROM_C ? *(const VT *)(c + i * ldc + j * W) : (VT){0}; \
+        for (p = 0; p < k; p++) { \
+            const T *brow = b + (boff ? boff[p] : p * rsb); \
+            VT bv[NV]; \
+            for (j = 0; j < NVT; j++) \
+                bv[j] = *(const VT *)(brow + j * W); \
+            for (i = 0; i < R; i++) { \
+                T av = a[i * rsa + p * csa]; \
+                for (j = 0; j < NVT; j++) \
+                    acc[i][j] += av * bv[j]; \
+            } \
+        } \
+        for (i = 0; i < R; i++) \
+            for (j = 0; j < NVT; j++) { \
+                VT *dst = (VT *)(c + i * ldc + j * W); \
+                if (mode == G_ADD) \
+                    *dst += acc[i][j]; \
+                else \
+                    *dst = acc[i][j]; \
+            } \
+    }
+
+/* half and quarter vectors for the last columns of a row */
+typedef T G(hvec) __attribute__((vector_size(VL * sizeof(T) / 2), aligned(sizeof(T)), may_alias));
+typedef T G(qvec) __attribute__((vector_size(VL * sizeof(T) / 4 > sizeof(T) ? VL * sizeof(T) / 4 : sizeof(T)),
+                                 aligned(sizeof(T)), may_alias));
+G_DIRECT_TILE(G(direct_tile), G(vec))
+G_DIRECT_TILE(G(direct_htile), G(hvec))
+G_DIRECT_TILE(G(direct_qtile), G(qvec))
+#undef G_DIRECT_TILE
+
+/* rows [0, R) of C where B's rows are contiguous: NR-wide tiles, then narrower ones, then a scalar tail */
+static inline __attribute__((always_inline)) void G(direct_rows)(int R, emb_i n, emb_i k, const T *a, emb_i rsa,
+                                                                 emb_i csa, const T *b, const emb_i *boff,
+                                                                 emb_i rsb, T *c, emb_i ldc, int mode)
+{
+    enum { HW = sizeof(G(hvec)) / sizeof(T), QW = sizeof(G(qvec)) / sizeof(T) };
+    emb_i j = 0, p;
+    int i;
+    for (; j + NR <= n; j += NR)
+        G(direct_tile)(R, NV, k, a, rsa, csa, b + j, boff, rsb, c + j, ldc, mode);
+    for (; j + VL <= n; j += VL)
+        G(direct_tile)(R, 1, k, a, rsa, csa, b + j, boff, rsb, c + j, ldc, mode);
+    if (j + HW <= n) {
+        G(direct_htile)(R, 1, k, a, rsa, csa, b + j, boff, rsb, c + j, ldc, mode);
+        j += HW;
+    }
+    if (j + QW <= n) {
+        G(direct_qtile)(R, 1, k, a, rsa, csa, b + j, boff, rsb, c + j, ldc, mode);
+        j += QW;
+    }
+    if (j == n)
+        return;
+    for (i = 0; i < R; i++) { /* fewer than QW columns (at most 4) */
+        T *crow = c + i * ldc, sum[4];
+        emb_i q, nq = n - j;
+        for (q = 0; q < nq; q++)
+            sum[q] = mode == G_FROM_C ? crow[j + q] : 0;
+        for (p = 0; p < k; p++) {
+            T av = a[i * rsa + p * csa];
+            const T *brow = b + (boff ? boff[p] : p * rsb) + j;
+            for (q = 0; q < nq; q++)
+                sum[q] += av * brow[q];
+        }
+        for (q = 0; q < nq; q++)
+            crow[j + q] = mode == G_ADD ? crow[j + q] + sum[q] : sum[q];
+    }
+}
+
+/* the whole product with B's rows contiguous and few rows of A: no packing (at these sizes packing
+   costs more than it saves); rows in blocks of MR, then 4, 2, 1 */
+static void G(direct)(emb_i m, emb_i n, emb_i k, const T *a, emb_i rsa, emb_i csa, const T *b, const emb_i *boff,
+                      emb_i rsb, T *c, emb_i ldc, int mode)
+{
+    emb_i i = 0;
+    for (; i + MR <= m; i += MR)
+        G(direct_rows)(MR, n, k, a + i * rsa, rsa, csa, b, boff, rsb, c + i * ldc, ldc, mode);
+    if (MR > 4 && i + 4 <= m) {
+        G(direct_rows)(4, n, k, a + i * rsa, rsa, csa, b, boff, rsb, c + i * ldc, ldc, mode);
+        i += 4;
+    }
+    if (i + 2 <= m) {
+        G(direct_rows)(2, n, k, a + i * rsa, rsa, csa, b, boff, rsb, c + i * ldc, ldc, mode);
+        i += 2;
+    }
+    if (i < m)
+        G(direct_rows)(1, n, k, a + i * rsa, rsa, csa, b, boff, rsb, c + i * ldc, ldc, mode);
+}
+#define G_DIRECT 1
 #else
 static void G(micro)(emb_i kc, const T *EMB_RESTRICT ap, const T *EMB_RESTRICT bp, T *EMB_RESTRICT c,
                      emb_i ldc, int accumulate)
@@ -226,6 +335,21 @@ void EMB_FN(G(gemm))(emb_i m, emb_i n, emb_i k, const T *a, emb_i rsa, emb_i csa
                     c[i * ldc + j] = 0;
         return;
     }
+#ifdef G_DIRECT
+    /* B's rows contiguous and few rows, a short K or a narrow B: register tiles straight from A
+       and B, each sum the one G(small)'s axpy loop makes, or (one K block) the packed path's */
+    if (csb == 1 && (boff || rsb != 1 || csa != 1)) {
+        if (m < MR || !work) {
+            G(direct)(m, n, k, a, rsa, csa, b, boff, rsb, c, ldc, accumulate ? G_FROM_C : G_WRITE);
+            return;
+        }
+        /* narrow B: packed tiles would be mostly padding */
+        if (k <= KC && (m <= 2 * MR || k <= EMB_GEMM_DIRECT_K || n < NR)) {
+            G(direct)(m, n, k, a, rsa, csa, b, boff, rsb, c, ldc, accumulate ? G_ADD : G_WRITE);
+            return;
+        }
+    }
+#endif
     if (m < MR || !work) {
         G(small)(m, n, k, a, rsa, csa, b, boff, rsb, csb, c, ldc, accumulate);
         return;
@@ -249,6 +373,21 @@ void EMB_FN(G(gemm))(emb_i m, emb_i n, emb_i k, const T *a, emb_i rsa, emb_i csa
                         T *EMB_RESTRICT d = dst + p * NR;
                         for (j = 0; j < NR; j++)
                             d[j] = src[j];
+                    }
+                    continue;
+                }
+                if (!boff && rsb == 1 && nr == NR) {
+                    /* B's columns contiguous (x @ w.T): a transpose, 8 rows of the panel at a time, so
+                       each column is read in runs and the rows written stay in a few cache lines */
+                    emb_i p0, q, np;
+                    for (p0 = 0; p0 < kc; p0 += 8) {
+                        np = EMB_MIN(8, kc - p0);
+                        for (j = 0; j < NR; j++) {
+                            const T *EMB_RESTRICT src = b + (jc + jr + j) * csb + pc + p0;
+                            T *EMB_RESTRICT d = dst + p0 * NR + j;
+                            for (q = 0; q < np; q++)
+                                d[q * NR] = src[q];
+                        }
                     }
                     continue;
                 }
@@ -302,6 +441,7 @@ void EMB_FN(G(gemm))(emb_i m, emb_i n, emb_i k, const T *a, emb_i rsa, emb_i csa
 }
 
 #undef NV
+#undef G_DIRECT
 #undef G
 #undef G_NAME3
 #undef G_CAT3

@@ -169,6 +169,37 @@ void EMB_FN(conv_tile)(int dtype, const emb_i *p, const void *xpv, const void *w
 
 /* ---- pooling ---------------------------------------------------------------------------------- */
 
+/* whether a pool is the common 2x2 max pool, stride 2, no padding, every window inside the image
+   (k_conv_grad.c, in the same translation unit, takes its gradient the same way) */
+static int pool_max2(int op, const emb_i *p)
+{
+    return op == EMB_P_MAX && P(KH) == 2 && P(KW) == 2 && P(SH) == 2 && P(SW) == 2 && P(DH) == 1 &&
+           P(DW) == 1 && P(PT) == 0 && P(PL) == 0 && 2 * P(OH) <= P(H) && 2 * P(OW) <= P(W);
+}
+
+/* the 2x2 max pool with the general path's rule (the first max wins ties, a nan gives nan), with the
+   parameters in registers: the general path reads them from memory for every window */
+#define POOL_MAX2(T) \
+    { \
+        const T *x = (const T *)xv; \
+        T *out = (T *)outv; \
+        emb_i h = P(H), w = P(W), oh = P(OH), ow = P(OW), plane, oy, ox; \
+        for (plane = plane0; plane < plane1; plane++) \
+            for (oy = 0; oy < oh; oy++) { \
+                const T *EMB_RESTRICT r0 = x + plane * h * w + 2 * oy * w, *EMB_RESTRICT r1 = r0 + w; \
+                T *EMB_RESTRICT dst = out + plane * oh * ow + oy * ow; \
+                for (ox = 0; ox < ow; ox++) { \
+                    T a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1], best = a; \
+                    int nan = (a != a) | (b != b) | (c != c) | (d != d); \
+                    best = b > best ? b : best; \
+                    best = c > best ? c : best; \
+                    best = d > best ? d : best; \
+                    dst[ox] = nan ? (T)EMB_NAN : best; \
+                } \
+            } \
+        return; \
+    }
+
 #define POOL(T) \
     { \
         const T *x = (const T *)xv; \
@@ -232,6 +263,11 @@ void EMB_FN(conv_tile)(int dtype, const emb_i *p, const void *xpv, const void *w
 void EMB_FN(pool2d)(int op, int dtype, const emb_i *p, emb_i plane0, emb_i plane1, const void *xv,
                     void *outv)
 {
+    if (pool_max2(op, p)) {
+        if (dtype == EMB_F64)
+            POOL_MAX2(double)
+        POOL_MAX2(float)
+    }
     if (dtype == EMB_F64)
         POOL(double)
     POOL(float)

@@ -35,7 +35,8 @@ static emb_i cg_rows(const emb_i *p)
 emb_i EMB_FN(conv_grad_work)(int dtype, const emb_i *p)
 {
     emb_i gw = dtype == EMB_F64 ? EMB_FN(gemm_f64_work)() : EMB_FN(gemm_f32_work)();
-    return cg_k(p) * cg_rows(p) * P(OW) + gw + 64;
+    /* cols, G^T for a wide weight gradient, its transposed sums, the GEMM's workspace */
+    return (cg_k(p) + P(O) / P(G)) * cg_rows(p) * P(OW) + P(O) / P(G) * cg_k(p) + gw + 64;
 }
 
 /* rows [oy0, oy1) of the im2col matrix of one image's group: cols[q][(oy - oy0) * OW + ox] */
@@ -63,32 +64,6 @@ emb_i EMB_FN(conv_grad_work)(int dtype, const emb_i *p)
                         for (ox = 0; ox < ow; ox++) { \
                             emb_i xx = ox * P(SW) + x0; \
                             r[ox] = (xx >= 0 && xx < w) ? plane[y * w + xx] : 0; \
-                        } \
-                    } \
-                } \
-        } \
-    }
-
-/* the same matrix transposed, colsT[(oy - oy0) * OW + ox][q], so that a GEMM reads it by rows */
-#define IM2COL_T(T) \
-    { \
-        emb_i h = P(H), w = P(W), ow = P(OW), c, ky, kx, oy, ox; \
-        for (c = 0; c < P(C) / P(G); c++) { \
-            const T *plane = xg + c * h * w; \
-            for (ky = 0; ky < P(KH); ky++) \
-                for (kx = 0; kx < P(KW); kx++) { \
-                    T *col = cols + (c * P(KH) + ky) * P(KW) + kx; \
-                    for (oy = oy0; oy < oy1; oy++) { \
-                        emb_i y = oy * P(SH) + ky * P(DH) - P(PT); \
-                        T *r = col + (oy - oy0) * ow * k; \
-                        emb_i x0 = kx * P(DW) - P(PL); \
-                        if (y < 0 || y >= h) { \
-                            for (ox = 0; ox < ow; ox++) r[ox * k] = 0; \
-                            continue; \
-                        } \
-                        for (ox = 0; ox < ow; ox++) { \
-                            emb_i xx = ox * P(SW) + x0; \
-                            r[ox * k] = (xx >= 0 && xx < w) ? plane[y * w + xx] : 0; \
                         } \
                     } \
                 } \
@@ -158,34 +133,41 @@ void EMB_FN(conv_grad_input)(int dtype, const emb_i *p, const void *gv, const vo
 }
 
 /* gW_g (og, k) += G (og, ncol) @ cols^T, two ways: with few output channels per group as dot
-   products of contiguous rows of G and cols (no packing); with more through the packed GEMM, from
-   cols built transposed (so that packing reads it by rows) */
+   products of contiguous rows of G and cols (no packing); with more as gW_g^T (k, og) += cols @ G^T
+   through the packed GEMM (cols built by rows, G^T a small copy), summed in a transposed buffer and
+   copied into gW_g at the end: each element the same sums in the same order as G @ cols^T */
 #define GRAD_WEIGHT(T, GEMM) \
     { \
         const T *x = (const T *)xv, *g = (const T *)gv; \
         T *gw = (T *)gwv, *cols = (T *)workv; \
         emb_i k = cg_k(p), og = P(O) / P(G), cg = P(C) / P(G), ohw = P(OH) * P(OW), hw = P(H) * P(W); \
-        emb_i rows = cg_rows(p), b, gi, oy0, q; \
-        T *gwork = cols + k * rows * P(OW); \
+        emb_i rows = cg_rows(p), b, gi, oy0, q, o, j; \
+        T *gt = cols + k * rows * P(OW), *gwt = gt + og * rows * P(OW), *gwork = gwt + og * k; \
         int wide = og >= 8; \
-        for (b = b0; b < b1; b++) \
-            for (gi = 0; gi < P(G); gi++) { \
+        for (gi = 0; gi < P(G); gi++) { \
+            T *gwg = gw + gi * og * k; \
+            for (b = b0; b < b1; b++) { \
                 const T *xg = x + (b * P(C) + gi * cg) * hw; \
                 const T *gg = g + (b * P(O) + gi * og) * ohw; \
                 for (oy0 = 0; oy0 < P(OH); oy0 += rows) { \
                     emb_i oy1 = EMB_MIN(oy0 + rows, P(OH)), ncol = (oy1 - oy0) * P(OW); \
                     int more = b > b0 || oy0 > 0; \
+                    IM2COL(T) \
                     if (wide) { \
-                        IM2COL_T(T) \
-                        GEMM(og, k, ncol, gg + oy0 * P(OW), ohw, 1, cols, 0, k, 1, gw + gi * og * k, k, \
-                             more, gwork); \
+                        for (j = 0; j < ncol; j++) \
+                            for (o = 0; o < og; o++) \
+                                gt[j * og + o] = gg[o * ohw + oy0 * P(OW) + j]; \
+                        GEMM(k, og, ncol, cols, ncol, 1, gt, 0, og, 1, gwt, og, more, gwork); \
                     } else { \
-                        IM2COL(T) \
-                        GEMM(og, k, ncol, gg + oy0 * P(OW), ohw, 1, cols, 0, 1, ncol, gw + gi * og * k, k, \
-                             more, 0); \
+                        GEMM(og, k, ncol, gg + oy0 * P(OW), ohw, 1, cols, 0, 1, ncol, gwg, k, more, 0); \
                     } \
                 } \
             } \
+            if (wide && b0 < b1) \
+                for (o = 0; o < og; o++) \
+                    for (q = 0; q < k; q++) \
+                        gwg[o * k + q] = gwt[q * og + o]; \
+        } \
         if (b0 >= b1) \
             for (q = 0; q < P(O) * k; q++) gw[q] = 0; \
         return; \
@@ -263,6 +245,49 @@ void EMB_FN(conv_grad_weight)(int dtype, const emb_i *p, const void *xv, const v
                     } \
                 }
 
+/* the gradient of the 2x2 max pool (k_conv.c's pool_max2): each window's gradient, added to 0 as
+   the general path adds it, goes to its first max (its first nan), the rest of the plane is 0 */
+#define POOL_GRAD_MAX2(T) \
+    { \
+        const T *x = (const T *)xv, *g = (const T *)gv; \
+        T *gx = (T *)gxv; \
+        emb_i h = P(H), w = P(W), oh = P(OH), ow = P(OW), plane, oy, ox, i; \
+        const T z = 0; \
+        for (plane = plane0; plane < plane1; plane++) { \
+            const T *src = x + plane * h * w; \
+            const T *gp = g + plane * oh * ow; \
+            T *gxp = gx + plane * h * w; \
+            if (2 * oh != h || 2 * ow != w) \
+                for (i = 0; i < h * w; i++) gxp[i] = 0; \
+            for (oy = 0; oy < oh; oy++) { \
+                const T *EMB_RESTRICT r0 = src + 2 * oy * w, *EMB_RESTRICT r1 = r0 + w; \
+                T *g0 = gxp + 2 * oy * w, *g1 = g0 + w; \
+                const T *EMB_RESTRICT gr = gp + oy * ow; \
+                for (ox = 0; ox < ow; ox++) { \
+                    T a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1], best = a; \
+                    T gv1 = gr[ox]; \
+                    /* bitwise flags and an index, no ?: : branches on random data mispredict */ \
+                    int na = a != a, nb = b != b, nc = c != c, nan = na | nb | nc | (d != d), ha, hb, hc; \
+                    emb_i at; \
+                    best = b > best ? b : best; \
+                    best = c > best ? c : best; \
+                    best = d > best ? d : best; \
+                    ha = (na & nan) | ((a == best) & (nan ^ 1)); \
+                    hb = (ha ^ 1) & ((nb & nan) | ((b == best) & (nan ^ 1))); \
+                    hc = (ha | hb) ^ 1; \
+                    hc &= (nc & nan) | ((c == best) & (nan ^ 1)); \
+                    at = 3 - 3 * ha - 2 * hb - hc; /* 0..3: a, b, c, d */ \
+                    g0[2 * ox] = z; \
+                    g0[2 * ox + 1] = z; \
+                    g1[2 * ox] = z; \
+                    g1[2 * ox + 1] = z; \
+                    g0[(at >> 1) * w + 2 * ox + (at & 1)] = z + gv1; \
+                } \
+            } \
+        } \
+        return; \
+    }
+
 #define POOL_GRAD(T) \
     { \
         const T *x = (const T *)xv, *g = (const T *)gv; \
@@ -293,6 +318,11 @@ void EMB_FN(conv_grad_weight)(int dtype, const emb_i *p, const void *xv, const v
 void EMB_FN(pool2d_grad)(int op, int dtype, const emb_i *p, emb_i plane0, emb_i plane1, const void *xv,
                          const void *gv, void *gxv, void *workv)
 {
+    if (pool_max2(op, p)) {
+        if (dtype == EMB_F64)
+            POOL_GRAD_MAX2(double)
+        POOL_GRAD_MAX2(float)
+    }
     if (dtype == EMB_F64)
         POOL_GRAD(double)
     POOL_GRAD(float)

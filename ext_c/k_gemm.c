@@ -8,6 +8,9 @@
 #ifndef EMB_GEMM_MC
 #define EMB_GEMM_MC 120
 #endif
+#ifndef EMB_GEMM_DIRECT_K
+#define EMB_GEMM_DIRECT_K 64 /* at most this K, a product with B's rows contiguous skips packing */
+#endif
 #ifndef EMB_GEMM_NC
 #define EMB_GEMM_NC 512
 #endif

@@ -6,8 +6,10 @@ strides), each tagged with the trace entry it happened in. ``lower`` then turns 
 work was only kernel calls into those calls, with their arguments prepared once: buffer addresses
 point into the step's inputs (patched on every replay), constants, or buffers the plan owns (one
 per buffer the recording made, reused by every replay, so the kernels write where they wrote
-before). An entry that did other work (a pure-Python kernel, a bool list, an array made outside
-the pool) is called as in the generic plan; its results' buffers are patched like inputs.
+before). An entry that did other work (a pure-Python kernel, an array made outside the pool) is
+called as in the generic plan; its results' buffers are patched like inputs. A bool result is C's
+bytes beside a list (``cstorage.Bools``): lowered, only the bytes are made again, so an entry whose
+bool result the step returns or a generic entry reads stays generic.
 
 Runs of kernel calls go to C at once: ``emb_run_plan`` (``ext_c/plan.c``) calls them from one loop
 over their prepared int64 arguments, the few that change patched in place per replay.
@@ -23,6 +25,7 @@ from array import array
 
 from ember.backends.cpu import ckernels, cstorage, pool
 from ember.backends.cpu.array import CpuArray
+from ember.backends.cpu.cstorage import Bools
 
 from .plan import _resolve, _store, slots_in
 
@@ -192,7 +195,9 @@ def _segments(steps):
                 rows += r
                 args.extend(a)
                 names.append(name)
-            out.append((3, len(calls), run, (kinds, offs, args, rets), tuple(patches), tuple(rows), names))
+            arrays = (kinds, offs, args, rets)  # never resized: their addresses hold for every replay
+            out.append((3, len(calls), run, arrays, tuple(patches), tuple(rows), names,
+                        tuple(a.buffer_info()[0] for a in arrays)))
         out.extend(views)
         del calls[:], views[:]
 
@@ -218,12 +223,36 @@ def _pointer_args(ffi, fn):
     return [i for i, a in enumerate(ffi.typeof(fn).args) if a.cname == "uintptr_t"]
 
 
+def _stored(a):
+    """The buffer C reads for CpuArray ``a``: its array, or the bytes a bool result keeps (``Bools``)."""
+    d = a.data
+    return d.raw if type(d) is Bools else d
+
+
 def lower(plan, trace):
     """A ``LoweredPlan`` for ``plan`` (its entries as recorded kernel calls where they can be), or
     (None, why)."""
     rec = trace.recorder
     if rec.stray:
         return None, rec.stray
+    # A lowered entry's bool result lives only as the bytes C wrote: an entry whose bool result a
+    # generic entry (or the step's result) reads stays generic, and the choice is made again
+    generic = set()
+    while True:
+        found = _choose(plan, trace, rec, generic)
+        buffers, by_id, launches, lowered, needed, bools = found
+        late = [e for s, e in bools if s in needed]
+        if not late:
+            break
+        generic.update(late)
+    if not any(lowered.values()):
+        return None, "no entry ran as C kernels only"
+    return LoweredPlan(plan, trace, buffers, by_id, launches, lowered, rec.tables, needed), None
+
+
+def _choose(plan, trace, rec, generic):
+    """Which entries become their kernel calls (all that can, but those in ``generic``), the buffers
+    they use, the slots generic entries and the result read, and the lowered bool results."""
     buffers = []
     by_id = {}
 
@@ -255,14 +284,15 @@ def lower(plan, trace):
     for l in rec.launches:
         launches.setdefault(l.entry, []).append(l)
     lowered = {}  # entry index -> True when its kernel calls replace it
+    bools = []  # (slot, entry index): bool results of lowered entries
     for e in plan.entries:
         # a random draw stays a call: it reads and advances a generator on the host each time
-        ok = e.name != "random"
+        ok = e.name != "random" and e.index not in generic
         outs = set()
         slots_in(e.out, outs)
         for s in outs:
             a = trace.arrays[s]
-            if type(a) is not CpuArray or type(a.data) is not array:
+            if type(a) is not CpuArray or type(_stored(a)) is not array:
                 ok = False
         for l in launches.get(e.index, ()):
             if not ok:
@@ -273,26 +303,31 @@ def lower(plan, trace):
                     break
         if ok:
             for s in outs:
-                b = by_id.get(id(trace.arrays[s].data))
+                b = by_id.get(id(_stored(trace.arrays[s])))
                 if b is None or b.kind == "made" and b.entry != e.index and not lowered.get(b.entry):
                     ok = False
         lowered[e.index] = ok
-        if not ok:  # its results' buffers come from the replayed call
+        if ok:
+            bools += [(s, e.index) for s in outs if type(trace.arrays[s].data) is Bools]
+        else:  # its results' buffers come from the replayed call
             for s in outs:
                 a = trace.arrays[s]
-                if type(a) is CpuArray and type(a.data) is array:
-                    b = by_id.get(id(a.data))
+                if type(a) is CpuArray and type(_stored(a)) is array:
+                    b = by_id.get(id(_stored(a)))
                     if b is None:
-                        add(a.data, "result", slot=s)
+                        add(_stored(a), "result", slot=s)
                     elif b.kind == "made" and b.entry == e.index:
                         b.kind, b.slot = "result", s
-    if not any(lowered.values()):
-        return None, "no entry ran as C kernels only"
-    return LoweredPlan(plan, trace, buffers, by_id, launches, lowered, rec.tables), None
+    needed = set(plan.outputs)
+    for e in plan.entries:
+        if not lowered[e.index]:
+            slots_in(e.args, needed)
+            slots_in(e.kwargs, needed)
+    return buffers, by_id, launches, lowered, needed, bools
 
 
 class LoweredPlan:
-    def __init__(self, plan, trace, buffers, by_id, launches, lowered, tables):
+    def __init__(self, plan, trace, buffers, by_id, launches, lowered, tables, needed):
         self.plan = plan
         self.base = plan.base
         self.inputs = plan.inputs
@@ -310,11 +345,6 @@ class LoweredPlan:
         self.owned = owned
         self.kept = [b.arr for b in buffers if b.kind == "const"]  # their addresses are baked in
         self.dynamic = [(b.n, b.slot) for b in buffers if b.kind == "input"]
-        needed = set(plan.outputs)
-        for e in plan.entries:
-            if not lowered[e.index]:
-                slots_in(e.args, needed)
-                slots_in(e.kwargs, needed)
 
         def array_of(s):
             # how slot s is made at a replay: a fixed CpuArray over a buffer the plan holds, or
@@ -365,7 +395,7 @@ class LoweredPlan:
                 outs = set()
                 slots_in(e.out, outs)
                 for s in sorted(outs):
-                    b = by_id.get(id(trace.arrays[s].data)) if type(trace.arrays[s]) is CpuArray else None
+                    b = by_id.get(id(_stored(trace.arrays[s]))) if type(trace.arrays[s]) is CpuArray else None
                     if b is not None and b.kind == "result" and b.slot == s:
                         results.append((s, b.n, _layout(trace.arrays[s])))
                 self.steps.append((2, fn, e, tuple(results)))
@@ -418,13 +448,13 @@ class LoweredPlan:
                 if fn(*args) != ret:
                     raise ReplayError("%s reported what its recording did not" % name)
             elif kind == 3:  # a run of kernel calls: one C loop
-                _, n, run, arrays, patches, rows, names = step
+                _, n, run, arrays, patches, rows, names, where = step
                 args = arrays[2]
                 for i, b, off in patches:
                     args[i] = addr[b] + off
                 for table, k, b, off in rows:
                     table[k] = addr[b] + off
-                bad = run(n, *[a.buffer_info()[0] for a in arrays])
+                bad = run(n, *where)
                 if bad != -1:
                     raise ReplayError("%s reported what its recording did not" % names[bad])
             elif kind == 1:
@@ -444,7 +474,7 @@ class LoweredPlan:
                     a = slots[s]
                     if _layout(a) != layout:
                         raise ReplayError("%s gave another layout than at the recording" % e.name)
-                    addr[n] = a.data.buffer_info()[0]
+                    addr[n] = _stored(a).buffer_info()[0]
         for s, owned in self.outputs:
             if owned:
                 a = slots[s]

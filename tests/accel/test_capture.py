@@ -229,6 +229,45 @@ def test_feed_is_evaluated_on_every_replay():
     assert step.stats["replayed"] == 4
 
 
+@pytest.mark.parametrize("make,shape", [(MLP, (6, 12)), (Conv, (3, 1, 8, 8))], ids=["mlp", "conv"])
+def test_c_cpu_step_lowers_whole_masks_included(make, shape):
+    """cross_entropy's masks (target != ignore_index, the where and casts they feed) and its
+    backward's scatter stay C kernel calls: the whole step is runs of C's loop."""
+    inner = ember.Cpu(kernels="c")
+    (m1, o1), (m2, o2) = _pair(inner, make)
+    x, y = _data(Autodiff(inner), shape)
+    step = compile(_step)
+    for i in range(4):
+        assert _step(m1, o1, x, y).tolist() == step(m2, o2, x, y).tolist(), i
+        assert _weights(m1) == _weights(m2), i
+    (rec,) = step._plans.values()
+    assert step.lowering == "lowered"
+    assert [s[0] for s in rec.lowered.steps if s[0] != 1] == [3], [s[0] for s in rec.lowered.steps]
+
+
+def test_c_cpu_bool_results_read_outside_c_stay_generic():
+    """A bool mask the step returns, or a generic entry reads, is made every replay as a list."""
+    inner = ember.Cpu(kernels="c")
+    (m1, o1), (m2, o2) = _pair(inner, MLP)
+    x, y = _data(Autodiff(inner), (6, 12))
+
+    def masked(model, opt, x, y):
+        logits = model(x)
+        keep = logits.detach() > 0
+        loss = F.cross_entropy(logits, y)
+        opt.step(loss.backward())
+        return loss, keep, keep.sum(), keep.flip(0)
+
+    step = compile(masked)
+    for i in range(6):
+        want = [t.tolist() for t in masked(m1, o1, x, y)]
+        got = [t.tolist() for t in step(m2, o2, x, y)]
+        assert got == want, i
+    assert step.lowering == "lowered" and step.stats["replayed"] >= 3, (step.lowering, step.stats)
+    (rec,) = step._plans.values()
+    assert any(s[0] == 2 and s[2].name == "binary" for s in rec.lowered.steps)  # the returned mask
+
+
 def test_bad_targets_in_a_replay_raise_the_eager_error():
     inner = ember.Cpu()
     (m, o), _ = _pair(inner, MLP)

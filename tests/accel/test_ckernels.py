@@ -130,11 +130,12 @@ def same(got, want, rtol=0.0, atol=0.0, what="", bound=None):
                     "%s[%d]: %r != %r" % (what, i, g, w)
         else:
             assert g == w, "%s[%d]: %r != %r" % (what, i, g, w)
-    # the C device keeps its storage: arrays for numeric dtypes, lists of bools for bool
+    # the C device keeps its storage: arrays for numeric dtypes, lists of bools for bool (a C result's
+    # list keeps its bytes: cstorage.Bools)
     if got.device is C or type(got.device) is type(C):
         data = got._data.data
         if got.dtype is ember.bool:
-            assert type(data) is list and all(type(v) is bool for v in data), what
+            assert isinstance(data, list) and all(type(v) is bool for v in data), what
         elif got.dtype.name in FLOATS + INTS:
             assert type(data) is array, "%s: stored as %s" % (what, type(data).__name__)
 

@@ -104,7 +104,7 @@ class CpuC(Cpu):
         if code is None or not _small(a.shape):
             return _stored(_mv.slice_assign(a, ranges, value))
         out = _contig(a)
-        if out is a.data:
+        if out is a.data or out is getattr(a.data, "raw", None):  # C writes into out
             out = out[:]
         strides = strides_for(a.shape)
         offset = 0
@@ -353,8 +353,14 @@ class CpuC(Cpu):
             wide = self.scatter(self.cast(x, f64), dim, index, self.cast(_contig_view(src), f64), mode)
             return self.cast(wide, f32)
         out = _contig(x)
-        if out is x.data:
-            out = out[:]
+        if out is x.data or out is getattr(x.data, "raw", None):  # C writes into out: a copy, by C
+            data = out
+            out = _fresh(code, len(data))
+            if len(data):
+                one, one_addr = _q((len(data),))
+                unit, unit_addr = _q((1,))
+                _lib.emb_copy_nd(data.itemsize, 1, one_addr, data.buffer_info()[0], unit_addr,
+                                 out.buffer_info()[0], unit_addr)
         idx = _contig(index)
         sbuf, saddr, sst = _operand(src)
         ish, ish_addr = _q(index.shape)

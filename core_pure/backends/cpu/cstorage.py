@@ -2,7 +2,8 @@
 
 The pure device's storage (storage.py) is kept: float32, float64, int8, int32 and int64 values in an
 ``array.array`` (typecodes ``f d b i q``), which C reads in place; bool, float16 and bfloat16 in
-lists. A list of another dtype this device meets (made by another backend) is converted here.
+lists (a bool result of C also keeps its bytes: ``Bools``). A list of another dtype this device
+meets (made by another backend) is converted here.
 
 This module imports on MicroPython too; there the kernels are absent and the tables stay empty.
 """
@@ -52,12 +53,22 @@ def code(dtype):
     return CODES.get(dtype)
 
 
+class Bools(list):
+    """A bool result's values as the device stores bools (a list), with the bytes C wrote them in:
+    ``native`` hands those to the next kernel instead of converting the list again, so a captured
+    step's bool masks stay C kernel calls (accel/capture/lower_c.py). The list is never written."""
+    __slots__ = ("raw",)
+
+
 def native(a):
-    """``a.data`` as an array C can read: shared when it already is one, else converted."""
+    """``a.data`` as an array C can read: shared when it already is one (or a ``Bools``' bytes; write
+    to neither), else converted."""
     d = a.data
     if type(d) is array:
         return d
     if a.dtype is bool_:
+        if type(d) is Bools:
+            return d.raw
         return array("B", bytes(d))
     return array(CODES[a.dtype], d)
 
@@ -104,9 +115,12 @@ def contig(a):
 
 
 def result(out, shape, dtype):
-    """A CpuArray for C's output buffer (bytes become a list of bools, as bool arrays are stored)."""
+    """A CpuArray for C's output buffer (bytes become a list of bools, as bool arrays are stored, which
+    keeps the bytes: ``Bools``)."""
     if dtype is bool_:
-        return CpuArray(list(map(bool, out)), shape, bool_)
+        values = Bools(map(bool, out))
+        values.raw = out
+        return CpuArray(values, shape, bool_)
     return CpuArray(out, shape, dtype)
 
 
