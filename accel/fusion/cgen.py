@@ -15,9 +15,9 @@ whose ``ctx_args`` is an int64 array laid out by ``args_layout`` (see compile_c.
 ``parallel`` the address of ember._ckernels' ``emb_parallel`` (one worker pool per process, shared
 with the C kernels), or 0 for the module's own threads made per call.
 
-Fast float32 approximations (exp, erf) run in blocks: each element's guard is OR-ed into ``bad``, and
-a block (or row phase) with a guard raised is recomputed with libm in double, so nan, inf and the
-overflow edge give exactly the pure Cpu's values.
+Fast float32 approximations with a guard (exp's) run in blocks: each element's guard is OR-ed into
+``bad``, and a block (or row phase) with a guard raised is recomputed with libm in double, so nan,
+inf and the overflow edge give exactly the pure Cpu's values (fk_erff needs no guard).
 """
 from . import ir
 from .cexpr import CTYPE, node_expr

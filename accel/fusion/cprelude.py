@@ -4,8 +4,8 @@ erf, and a tiny pthread ``parallel`` (the fallback of ember._ckernels' worker po
 The helpers mirror ext_c/k_elementwise.c (which mirrors the pure Cpu): floats that Python computes
 in double (pow, floordiv, mod, libm functions) are computed in double and rounded once; integers
 wrap. ``fk_expf`` and ``fk_erff`` are vectorizable float32 approximations, accurate within the
-conformance tolerance (float32 rtol 1e-6, atol 1e-7) on their fast domain; outside it a caller flags
-the element and the block is recomputed exactly (see cgen.py).
+conformance tolerance (float32 rtol 1e-6, atol 1e-7); outside exp's fast domain a caller flags the
+element and the block is recomputed exactly (see cgen.py). fk_erff holds everywhere (nan gives nan).
 """
 
 PRELUDE = r"""
@@ -152,10 +152,11 @@ static inline float fk_expf(float x)
     return x < -87.3f ? 0.0f : p * scale.f;
 }
 
-/* erf(x) as x P(x^2) / Q(x^2) on [-4, 4] (Eigen's fast erf: a few ulp), +-1 beyond */
+/* erf(x) as x P(x^2) / Q(x^2) on [-4, 4] (Eigen's fast erf: a few ulp), +-1 beyond. Computed on
+   |x| and given x's sign: the clamp is one compare (nan stays nan, so no caller needs a guard) */
 static inline float fk_erff(float a)
 {
-    float x = a < -4.0f ? -4.0f : (a > 4.0f ? 4.0f : a), x2 = x * x, p, q;
+    float ax = fabsf(a), x = ax > 4.0f ? 4.0f : ax, x2 = x * x, p, q;
     p = FK_FMA(-2.72614225801306e-10f, x2, 2.77068142495902e-08f);
     p = FK_FMA(p, x2, -2.10102402082508e-06f);
     p = FK_FMA(p, x2, -5.69250639462346e-05f);
@@ -166,7 +167,7 @@ static inline float fk_erff(float a)
     q = FK_FMA(q, x2, -1.68282697438203e-03f);
     q = FK_FMA(q, x2, -7.37332916720468e-03f);
     q = FK_FMA(q, x2, -1.42647390514189e-02f);
-    return x * p / q;
+    return copysignf(x * p / q, a);
 }
 
 typedef void (*fk_task)(void *ctx, int tid, int nt);
