@@ -131,9 +131,11 @@ static double fk_rsqrt(double x) { return 1.0 / fk_sqrt(x); }
 #define FK_FMA(a, b, c) ((a) * (b) + (c))
 #endif
 
-/* exp(x) for x in [-87.3, 88]: 2^n p(r), |r| <= ln2/2, p of degree 6 (relative error < 3e-7 in
-   float); below -87.3 it gives 0 (the true value is under 1.2e-38, inside atol). n comes from the
-   bits of x log2e + 1.5 * 2^23, so the loop needs no float-to-int conversion and vectorizes. */
+/* exp(x) for x in [-87.3, 88]: 2^n p(r), |r| <= ln2/2, p = 1 + r + r^2 (c2 + ... c5 r^3) of degree
+   5, minimax for relative error (1.05e-7 before rounding; over every float32 x in [-104, 88] the
+   result is within 0.19 of the conformance tolerance); below -87.3 it gives 0 (the true value is
+   under 1.2e-38, inside atol). n comes from the bits of x log2e + 1.5 * 2^23, so the loop needs no
+   float-to-int conversion and vectorizes. */
 static inline float fk_expf(float x)
 {
     const float shifter = 12582912.0f;
@@ -142,10 +144,9 @@ static inline float fk_expf(float x)
     t.f = FK_FMA(xc, 1.44269504088896341f, shifter);
     n = t.f - shifter;
     r = FK_FMA(n, -1.42860682030941723e-6f, FK_FMA(n, -0.693145751953125f, xc));
-    p = FK_FMA(r, 0.00139819994f, 0.00833342969f);
-    p = FK_FMA(p, r, 0.0416664183f);
-    p = FK_FMA(p, r, 0.166666672f);
-    p = FK_FMA(p, r, 0.5f);
+    p = FK_FMA(r, 0x1.10642ep-7f, 0x1.572a1ap-5f);
+    p = FK_FMA(p, r, 0x1.5557acp-3f);
+    p = FK_FMA(p, r, 0x1.fffdfcp-2f);
     p = FK_FMA(p, r, 1.0f);
     p = FK_FMA(p, r, 1.0f);
     scale.u = (t.u + (127u - 0x4B400000u)) << 23;
