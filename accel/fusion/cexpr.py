@@ -178,7 +178,7 @@ def _exact_reciprocal(node, dtype):
 
 def _scaled_erf_arg(nodes, j, name):
     """``erf(x / c)`` for a float32 const c: the C of ``x * (1/c)`` (a multiply where the division
-    costs the erf loop a third of its time), else None. The product is within 1.2e-7 of x / c
+    costs the GELU loop a tenth of its time), else None. The product is within 1.2e-7 of x / c
     relative, and erf's relative change is at most its argument's (x erf'(x) <= erf(x)), so the
     fast erf stays inside the tolerance."""
     node = nodes[j]

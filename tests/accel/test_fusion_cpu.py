@@ -361,6 +361,22 @@ def test_erf_of_a_quotient_sweep():
         assert_same(got[1], want[1], None, "x / %r" % c)
 
 
+def test_one_compiler_many_calls():
+    """A compiler reuses a layout's plan: new buffers, offsets and layouts each give their own values."""
+    from ember.accel.fusion.compile_c import CCompiler
+    g = Graph(["float32", "float32"])
+    k = g.flat(1, [g.binary("sub", g.binary("mul", g.load(0), 3.0), g.load(1))])
+    compiler = CCompiler()
+    calls = []
+    for seed in (1, 2):
+        a, b = (array(floats(64, seed + j), (64,), "float32") for j in (0, 10))
+        calls.append(((32,), [(a, (1,), 0), (b, (1,), 0)]))
+        calls.append(((32,), [(a, (1,), 32), (b, (2,), 1)]))
+        calls.append(((32,), [(a, (2,), 0), (b, (0,), 5)]))
+    for space, inputs in calls + calls:
+        assert_same(compiler.run(k, space, inputs)[0], reference(k, space, inputs)[0], None, "%r" % (inputs[1][1:],))
+
+
 def test_gelu_loop_uses_the_fast_erf():
     """The GELU chain's loop calls fk_erff on x times 1/sqrt(2): no libm erf, no division for it."""
     from ember.accel.fusion.compile_c import CCompiler
