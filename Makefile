@@ -256,3 +256,8 @@ test-docs: $(VENV)
 bench-pt-load: $(VENV)
 	$(PY) bench/pt_load.py --size-mb 500 --repeats 3
 	$(PY) bench/pt_load.py --size-mb 500 --repeats 3 --legacy
+
+# the fused C kernels' exp and erf approximations against libm over every float32 (about 2 minutes)
+.PHONY: stress-fusion-approx
+stress-fusion-approx: $(VENV)
+	EMBER_STRESS=full $(PY) -m pytest -q tests/accel/test_fusion_approx.py $(PYTEST_ARGS)

@@ -15,9 +15,9 @@ whose ``ctx_args`` is an int64 array laid out by ``args_layout`` (see compile_c.
 ``parallel`` the address of ember._ckernels' ``emb_parallel`` (one worker pool per process, shared
 with the C kernels), or 0 for the module's own threads made per call.
 
-Fast float32 approximations (exp, erf) run in blocks: each element's guard is OR-ed into ``bad``, and
-a block (or row phase) with a guard raised is recomputed with libm in double, so nan, inf and the
-overflow edge give exactly the pure Cpu's values.
+Fast float32 approximations with a guard (exp's) run in blocks: each element's guard is OR-ed into
+``bad``, and a block (or row phase) with a guard raised is recomputed with libm in double, so nan,
+inf and the overflow edge give exactly the pure Cpu's values (fk_erff needs no guard).
 """
 from . import ir
 from .cexpr import CTYPE, node_expr
@@ -60,7 +60,8 @@ class _Body:
             if i in self.saved:
                 out.append("%s v%d = S%d[i];" % (CTYPE[nodes[i][1]], i, i))
                 continue
-            expr, flag = node_expr(nodes, i, lambda j: "v%d" % j, fast, self.load, self.row, self.acc)
+            expr, flag = node_expr(nodes, i, lambda j: "v%d" % j, fast, self.load, self.row, self.acc,
+                                   lambda j: j not in self.saved)
             out.append("%s v%d = %s;" % (CTYPE[nodes[i][1]], i, expr))
             if flag is not None:
                 flags.append(flag)
@@ -75,11 +76,12 @@ def _indent(lines, n):
 
 
 def _blocked_loop(body, lo, hi, stores, depth):
-    """``for i in [lo, hi)``: the fast body with its guards, then the exact body where raised."""
+    """``for i in [lo, hi)``: the fast body with its guards, then the exact body where raised (a
+    fast body with no guard, such as erf's, holds everywhere: one plain loop)."""
     fast, flags = body.lines(True)
     exact, _ = body.lines(False)
     if not flags:
-        return _indent(["for (i = %s; i < %s; i++) {" % (lo, hi)] + _indent(exact + stores, 1) + ["}"], depth)
+        return _indent(["for (i = %s; i < %s; i++) {" % (lo, hi)] + _indent(fast + stores, 1) + ["}"], depth)
     out = ["for (b = %s; b < %s; b += %d) {" % (lo, hi, BLOCK),
            "    fk_i e = b + %d < %s ? b + %d : %s;" % (BLOCK, hi, BLOCK, hi),
            "    int bad = 0;",

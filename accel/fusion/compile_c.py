@@ -36,8 +36,10 @@ _ISA_FLAGS = {"avx512": ("-mavx512f", "-mavx512vl", "-mavx512bw", "-mavx512dq", 
 _CODES = {"float32": "f", "float64": "d", "int8": "b", "int32": "i", "int64": "q", "bool": "B"}
 _ITEM = {"f": 4, "d": 8, "b": 1, "i": 4, "q": 8, "B": 1}
 _WORK_PER_THREAD = 1 << 17  # node evaluations: below this, threads cost more than they give
+_PLANS = 512  # layouts a compiler remembers (then it starts afresh)
 _warned = []
 _pool = []
+_cd = []  # ember.backends.cpu.cdevice, imported on first use
 
 
 def flags():
@@ -46,8 +48,10 @@ def flags():
 
 
 def _cdevice():
-    from ember.backends.cpu import cdevice
-    return cdevice
+    if not _cd:
+        from ember.backends.cpu import cdevice
+        _cd.append(cdevice)
+    return _cd[0]
 
 
 def _parallel():
@@ -137,15 +141,31 @@ class _Plan:
         self.fits = len(shape) <= cgen.MAXD
         self.nd, self.total, self.n = len(shape), total, n
         self.shape, self.outer, self.inner, self.out_inner = shape, outer, inner, out_inner
+        self._block = None  # the argument block with every address 0, built on first use
 
-    def args(self, in_addrs, out_addrs, acc_addr):
+    def _template(self):
         m, ni, no = cgen.MAXD, self.ni, self.no
         pad = lambda xs, k: list(xs) + [0] * (k - len(xs))
-        block = [self.nd, self.total, self.n] + pad(self.shape, m) + pad(in_addrs, ni) + pad(self.inner, ni)
+        block = [self.nd, self.total, self.n] + pad(self.shape, m) + [0] * ni + pad(self.inner, ni)
         for k in range(ni):
             block += pad(self.outer[k] if k < len(self.outer) - 1 else [], m)
-        block += pad(out_addrs, no) + [self.out_inner] + pad(self.outer[-1], m) + [acc_addr]
+        self._out_at = len(block)
+        block += [0] * no + [self.out_inner] + pad(self.outer[-1], m) + [0]
+        self._in_at = 3 + m
         return array("q", block)
+
+    def args(self, in_addrs, out_addrs, acc_addr):
+        if self._block is None:
+            self._block = self._template()
+        block = array("q", self._block)  # a copy per call: calls may overlap (the GIL is released)
+        at = self._in_at
+        for k, v in enumerate(in_addrs):
+            block[at + k] = v
+        at = self._out_at
+        for k, v in enumerate(out_addrs):
+            block[at + k] = v
+        block[-1] = acc_addr
+        return block
 
 
 class CCompiler:
@@ -158,6 +178,7 @@ class CCompiler:
         self._interpreted = set()  # kernel keys whose build failed
         self._interpreter = Interpreter()
         self._verdicts = {}  # kernel.key -> None (compilable) or why not: kernels are checked once
+        self._plans = {}  # (kernel.key, kind, space, strides) -> _Plan: a model's calls repeat their layouts
 
     def layout(self, array_):
         return array_.layout() if type(array_) is CpuArray else None
@@ -221,7 +242,7 @@ class CCompiler:
         strides = [tuple(st) for _, st, _ in inputs] if kind == "row" else \
             [tuple(st) if k not in (kernel.a, kernel.b) else (0,) * kernel.rank
              for k, (_, st, _) in enumerate(inputs)]
-        plan = _Plan(kernel, space, strides)
+        plan = self._plan(kernel, kind, space, strides)
         if not plan.fits or (plan.variant[0] == "rows" and plan.n == 0):
             return None  # the caller runs the interpreter
         outs = self._out_buffers(kernel, space)
@@ -245,6 +266,15 @@ class CCompiler:
         if lib.fk_run(args.buffer_info()[0], threads, _parallel() if threads > 1 else 0) < 0:
             raise MemoryError("fusion: no memory for a row kernel's scratch (%d values a row)" % plan.n)
         return self._finish(kernel, space, outs)
+
+    def _plan(self, kernel, kind, space, strides):
+        key = (kernel.key, kind, space, tuple(strides))
+        plan = self._plans.get(key)
+        if plan is None:
+            if len(self._plans) >= _PLANS:
+                self._plans.clear()
+            plan = self._plans[key] = _Plan(kernel, space, strides)
+        return plan
 
     def _out_buffers(self, kernel, space):
         outs = []

@@ -344,6 +344,49 @@ def test_fast_approximations_sweep():
         assert_same(a, b, TRANSCENDENTAL, "sweep output %d" % j)
 
 
+def test_erf_of_a_quotient_sweep():
+    """erf(x / c) reads x * (1/c) (no division in the fast loop): within the tolerance of erf of the
+    exact quotient over the dense sweep, for divisors with and without an exact reciprocal; the
+    quotient itself, also an output, stays exact."""
+    from ember.accel.fusion.compile_c import CCompiler
+    xs = _sweep()
+    inputs = [item(array(xs, (len(xs),), "float32"))]
+    for c in (1.4142135381698608, 3.0, -0.1, 2.0, 1e-30, 3e38, 1e-40):
+        g = Graph(["float32"])
+        q = g.binary("div", g.load(0), c)
+        k = g.flat(1, [g.unary("erf", q), q])
+        want = reference(k, (len(xs),), inputs)
+        got = CCompiler().run(k, (len(xs),), inputs)
+        assert_same(got[0], want[0], TRANSCENDENTAL, "erf(x / %r)" % c)
+        assert_same(got[1], want[1], None, "x / %r" % c)
+
+
+def test_one_compiler_many_calls():
+    """A compiler reuses a layout's plan: new buffers, offsets and layouts each give their own values."""
+    from ember.accel.fusion.compile_c import CCompiler
+    g = Graph(["float32", "float32"])
+    k = g.flat(1, [g.binary("sub", g.binary("mul", g.load(0), 3.0), g.load(1))])
+    compiler = CCompiler()
+    calls = []
+    for seed in (1, 2):
+        a, b = (array(floats(64, seed + j), (64,), "float32") for j in (0, 10))
+        calls.append(((32,), [(a, (1,), 0), (b, (1,), 0)]))
+        calls.append(((32,), [(a, (1,), 32), (b, (2,), 1)]))
+        calls.append(((32,), [(a, (2,), 0), (b, (0,), 5)]))
+    for space, inputs in calls + calls:
+        assert_same(compiler.run(k, space, inputs)[0], reference(k, space, inputs)[0], None, "%r" % (inputs[1][1:],))
+
+
+def test_gelu_loop_uses_the_fast_erf():
+    """The GELU chain's loop calls fk_erff on x times 1/sqrt(2): no libm erf, no division for it."""
+    from ember.accel.fusion.compile_c import CCompiler
+    k, _, _, _ = gelu_chain()
+    src = CCompiler().source(k)
+    loop = src[src.index("static void fk_segment"):]
+    assert "fk_erff((v0 * ((float)0x1.6a09e60000000p-1f)))" in loop
+    assert "erf((double)" not in loop
+
+
 def test_broken_compiler_falls_back(monkeypatch, tmp_path):
     """CC pointing nowhere: one warning, then the interpreter's (exact) results."""
     from ember.accel.fusion import compile_c
