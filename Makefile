@@ -158,6 +158,7 @@ stress: $(VENV)
 	EMBER_STRESS=full EMBER_STRESS_REPORT="$$report" EMBER_REQUIRE_BACKENDS='$(EMBER_REQUIRE_BACKENDS)' \
 	  $(PY) -m pytest -q tests/stress $(PYTEST_ARGS) || status=1; \
 	$(PY) tests/stress/summary.py "$$report"; rm -f "$$report"; \
+	$(MAKE) --no-print-directory stress-fusion-approx || status=1; \
 	exit $$status
 
 .PHONY: test-mpi
