@@ -157,6 +157,7 @@ class Compiled:
         trace.start()
         try:
             result = self.fn(*args, **kwargs)
+            _flush(ins.tensors, result)
         finally:
             trace.stop()
         self.stats["recorded"] += 1
@@ -283,6 +284,21 @@ class Compiled:
         for _, h, o in rec.state_out:
             h.put(_tensor(o, slots, base))
         return _build(rec.result, slots, base)
+
+
+def _flush(tensors, result):
+    """Run the work a decorator such as ``Fusion`` still holds back, while the trace records: the
+    step's results and new state must come out of recorded entries."""
+    seen = set()
+    for t in list(tensors) + [x for x in leaves(result) if type(x) is ember.Tensor]:
+        dev = t.device
+        if id(dev) in seen:
+            continue
+        seen.add(id(dev))
+        for d in chain(dev)[:-1]:
+            flush = getattr(d, "flush", None)
+            if flush is not None:
+                flush()
 
 
 # module functions, not closures: a recursive closure is a reference cycle, and the arrays it

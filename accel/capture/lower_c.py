@@ -237,6 +237,10 @@ def lower(plan, trace):
         return None, rec.stray
     # A lowered entry's bool result lives only as the bytes C wrote: an entry whose bool result a
     # generic entry (or the step's result) reads stays generic, and the choice is made again
+    if any(e.name == "fused kernel" for e in plan.entries):
+        # Fusion's kernels run their own compiled C, which the recorder does not see, and the
+        # views of their results would keep the recording's buffers: the generic replay runs them
+        return None, "the step runs kernels Fusion generated (the generic replay runs them)"
     generic = set()
     while True:
         found = _choose(plan, trace, rec, generic)

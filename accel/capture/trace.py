@@ -1,7 +1,8 @@
 """Recording one step: every primitive and fused composite the base device runs, as a list of entries.
 
 A trace is taken while the step runs eagerly. It replaces, for its duration, the primitives of the
-base device's class (``ember.ops.PRIMITIVES``) and ``ember.composite.run`` with recording versions:
+base device's class (``ember.ops.PRIMITIVES``), ``ember.composite.run`` and the ``run`` of the fusion
+compilers (a fused kernel ``Fusion`` launches is one entry, like a fused composite) with recording versions:
 a call made while no other recorded call is running is an *entry* (a call from inside one, such as
 ``Cpu.from_list`` called by the C-backed Cpu, is part of it). Arrays become numbered *slots*:
 
@@ -96,6 +97,34 @@ class Entry:
 
     def __repr__(self):
         return "Entry(%s %s -> %r)" % (self.kind, self.name, self.out)
+
+
+class _Launch:
+    """A recorded fused kernel, run again: ``compiler.run(kernel, space, inputs)``."""
+
+    __slots__ = ("run", "compiler", "kernel")
+
+    def __init__(self, run, compiler, kernel):
+        self.run = run
+        self.compiler = compiler
+        self.kernel = kernel
+
+    def __call__(self, space, inputs):
+        return self.run(self.compiler, self.kernel, space, inputs)
+
+
+def _compilers():
+    """The fusion compilers loaded so far (a kernel needs its compiler's module to be loaded)."""
+    import sys
+    found = []
+    for module, name in (("ember.accel.fusion.compile_wgsl", "WgslCompiler"),
+                         ("ember.accel.fusion.compile_c", "CCompiler"),
+                         ("ember.accel.fusion.interpret", "Interpreter")):
+        m = sys.modules.get(module)
+        cls = getattr(m, name, None)
+        if cls is not None and "run" in cls.__dict__:
+            found.append(cls)
+    return found
 
 
 class Trace:
@@ -204,6 +233,9 @@ class Trace:
         self._watch_births()
         self._saved.append((_composite, "run", _composite.run, True))
         _composite.run = self._composite(_composite.run)
+        for cls in _compilers():
+            self._saved.append((cls, "run", cls.__dict__["run"], True))
+            cls.run = self._kernel(cls.__dict__["run"])
         self._saved.append((Generator, "next_u32", Generator.next_u32, True))
         Generator.next_u32 = self._draw(Generator.next_u32)
         _active.append(self)
@@ -304,6 +336,26 @@ class Trace:
             finally:
                 trace._depth -= 1
             trace._append(Entry("composite", name, template, kw, trace._out(r, name), fn))
+            return r
+
+        return recorded
+
+    def _kernel(self, run):
+        """A fused kernel that ``Fusion`` launches (its compiler's ``run``) is one entry, as a fused
+        composite is: a replay runs the same kernel again on the slots it read."""
+        trace = self
+
+        def recorded(compiler, kernel, space, inputs):
+            if trace._depth or _thread_id() != trace.thread:
+                return run(compiler, kernel, space, inputs)
+            template = trace._arg((tuple(space), [tuple(x) for x in inputs]), "a fused kernel")
+            trace._depth += 1
+            try:
+                r = run(compiler, kernel, space, inputs)
+            finally:
+                trace._depth -= 1
+            trace._append(Entry("composite", "fused kernel", template, {}, trace._out(r, "a fused kernel"),
+                                _Launch(run, compiler, kernel)))
             return r
 
         return recorded
