@@ -13,8 +13,10 @@ repetitions between two synchronizing reads:
   PyTorch eager (the same formula) and ``torch.compile``, in effective TB/s (8 bytes per element);
 - the cost of a queued op: wall time of 1,000 small elementwise ops queued back to back then read
   once, divided by 1,000 (and the same for several submit batch sizes);
-- training steps (forward, cross entropy, backward, SGD) of an MLP 784-128-10 and LeNet-5 at
-  batch 64, through ``Autodiff(Wgpu())``, beside PyTorch CUDA;
+- training steps (forward, cross entropy, backward, SGD) of an MLP 784-128-10, LeNet-5 and the MNIST
+  CNN at batch 64, eager and compiled (``ember.accel.compile``), through ``Autodiff(Wgpu())`` and
+  ``Autodiff(Fusion(Wgpu()))`` (``*_fused_*`` keys), beside PyTorch CUDA eager, ``torch.compile``
+  and a CUDA graph; ``mlp_b64_step_ms`` is the fastest lowered compiled step, with a read per step;
 - fusion (issue 13): GELU from primitives over 64M floats as one fused kernel through
   ``Fusion(Wgpu())`` (``gelu_fused_tbps``, ``gelu_fused_vs_copy`` against PyTorch's device copy;
   GPU time of a batch of calls, as CUDA events time PyTorch; ``*_wall_*`` adds the recording),
@@ -312,21 +314,24 @@ def bench_fusion(dev, torch, np):
             del tx, ty
         except Exception as e:
             OUT["error_fusion_copy"] = "%s: %s" % (type(e).__name__, str(e)[:300])
-    # the fused kernels alone, at each vec4-per-thread width (the compiler's own VEC is the default)
+    # the fused kernels alone, at each vec4-per-thread width and workgroup size (the compiler's own
+    # VEC and WG are the default)
     xa = x._data
     widths = {}
-    default_vec = compile_wgsl.VEC
-    for vec in (1, 2, 4):
-        compile_wgsl.VEC = vec
-        for name, kern in (("neg", _copy_kernel()), ("gelu", _gelu_kernel())):
-            try:
-                t = device_timed(dev, lambda: comp.run(kern, (n,), [(xa, (1,), 0)])[0], reps)
-                widths["%s_vec%d" % (name, vec)] = nbytes / t / 1e12
-            except Exception as e:
-                widths["%s_vec%d" % (name, vec)] = "%s: %s" % (type(e).__name__, str(e)[:200])
-        log("fused kernels at %d vec4 per thread: neg %s TB/s, gelu %s TB/s"
-            % (vec, widths["neg_vec%d" % vec], widths["gelu_vec%d" % vec]))
-    compile_wgsl.VEC = default_vec
+    default_vec, default_wg = compile_wgsl.VEC, compile_wgsl.WG
+    for wg in (64, 128, 256, 512):
+        for vec in (1, 2, 4, 8):
+            compile_wgsl.VEC, compile_wgsl.WG = vec, wg
+            for name, kern in (("neg", _copy_kernel()), ("gelu", _gelu_kernel())):
+                k = "%s_vec%d_wg%d" % (name, vec, wg)
+                try:
+                    t = device_timed(dev, lambda: comp.run(kern, (n,), [(xa, (1,), 0)])[0], reps)
+                    widths[k] = nbytes / t / 1e12
+                except Exception as e:
+                    widths[k] = "%s: %s" % (type(e).__name__, str(e)[:200])
+            log("fused kernels at %d vec4 per thread, %d threads a workgroup: neg %s TB/s, gelu %s TB/s"
+                % (vec, wg, widths["neg_vec%d_wg%d" % (vec, wg)], widths["gelu_vec%d_wg%d" % (vec, wg)]))
+    compile_wgsl.VEC, compile_wgsl.WG = default_vec, default_wg
     OUT["fusion_kernel_tbps_by_width"] = widths
     OUT["fusion_vec_default"] = default_vec
     # the float32 division by a constant against the correctly rounded quotient (numpy)
@@ -554,36 +559,51 @@ def bench_training(dev, torch, np):
 
     batch = 64
     rng = np.random.default_rng(2)
-    ad = Autodiff(dev)
+    fdev, why = _fusion_device(dev)
+    variants = [("", Autodiff(dev))] + ([("fused_", Autodiff(fdev))] if fdev is not None else [])
     for name, cls, shape in (("mlp", MLP, (batch, 784)), ("lenet", LeNet, (batch, 1, 28, 28)),
                              ("cnn", MnistCNN, (batch, 1, 28, 28))):
         xs = rng.standard_normal(shape).astype(np.float32)
         ys = rng.integers(0, 10, batch)
-        model = cls(ember.Generator(0)).to(ad)
-        opt = SGD(model, lr=0.01)
-        x = from_numpy(xs, dev, ember.float32).to(ad)
-        y = ember.tensor(ys.tolist(), dtype=ember.int64, device=ad)
+        best = None
+        line = "%s step (batch %d):" % (name, batch)
+        for tag, ad in variants:  # Autodiff(Wgpu()), then Autodiff(Fusion(Wgpu())): kernels fused
+            model = cls(ember.Generator(0)).to(ad)
+            opt = SGD(model, lr=0.01)
+            x = from_numpy(xs, dev, ember.float32).to(ad)
+            y = ember.tensor(ys.tolist(), dtype=ember.int64, device=ad)
 
-        def step():
-            loss = F.cross_entropy(model(x), y)
-            opt.step(loss.backward())
-            return loss
-        first = step().item()
-        t = timed(lambda: step().item(), dev.synchronize, 20 if not QUICK else 2)
-        OUT["%s_b%d_eager_step_ms" % (name, batch)] = t * 1e3
-        compiled = compile(step)
-        for _ in range(3):  # two eager calls (the optimizer makes its state), then the recording
+            def step():
+                loss = F.cross_entropy(model(x), y)
+                opt.step(loss.backward())
+                return loss
+            first = step().item()
+            t = timed(lambda: step().item(), dev.synchronize, 20 if not QUICK else 2)
+            key = "%s_b%d_%s" % (name, batch, tag)
+            OUT[key + "eager_step_ms"] = t * 1e3
+            compiled = compile(step)
+            for _ in range(3):  # two eager calls (the optimizer makes its state), then the recording
+                compiled()
+            before = dev.queue_stats()["dispatches"]
             compiled()
-        tc = timed(lambda: compiled().item(), dev.synchronize, 20 if not QUICK else 2)
-        OUT["%s_b%d_compiled_lowering" % (name, batch)] = compiled.lowering
-        OUT["%s_b%d_compiled_stats" % (name, batch)] = dict(compiled.stats)
-        tc_nosync = timed(compiled, dev.synchronize, 20 if not QUICK else 2)
-        OUT["%s_b%d_compiled_queued_step_ms" % (name, batch)] = tc_nosync * 1e3
-        OUT["%s_b%d_step_ms" % (name, batch)] = tc * 1e3  # the compiled step, a read per step
-        line = "%s step (batch %d): ember eager %.3f ms, compiled %.3f ms with a read per step (%.3f ms " \
-               "queued; %s) (first loss %.4f)" % (name, batch, t * 1e3, tc * 1e3, tc_nosync * 1e3,
-                                                  compiled.lowering, first)
-        t = tc
+            dev.synchronize()
+            OUT[key + "compiled_dispatches"] = dev.queue_stats()["dispatches"] - before
+            tc = timed(lambda: compiled().item(), dev.synchronize, 20 if not QUICK else 2)
+            OUT[key + "compiled_lowering"] = compiled.lowering
+            OUT[key + "compiled_stats"] = dict(compiled.stats)
+            tc_nosync = timed(compiled, dev.synchronize, 20 if not QUICK else 2)
+            OUT[key + "compiled_queued_step_ms"] = tc_nosync * 1e3
+            OUT[key + "compiled_step_ms"] = tc * 1e3  # a read per step
+            line += " [%s] eager %.3f ms, compiled %.3f ms with a read per step (%.3f ms queued; %d dispatches; %s) " \
+                    "(first loss %.4f);" % ("Autodiff(Fusion(Wgpu()))" if tag else "Autodiff(Wgpu())", t * 1e3, tc * 1e3,
+                                            tc_nosync * 1e3, OUT[key + "compiled_dispatches"], compiled.lowering, first)
+            if compiled.lowering == "lowered" and (best is None or tc < best[0]):
+                best = (tc, "Autodiff(Fusion(Wgpu())), compiled" if tag else "Autodiff(Wgpu()), compiled")
+        if best is None:
+            best = (tc, "compiled, not lowered")
+        t = best[0]
+        OUT["%s_b%d_step_ms" % (name, batch)] = t * 1e3  # the fastest compiled step, a read per step
+        OUT["%s_b%d_step_path" % (name, batch)] = best[1]
         if torch is not None:
             nn = torch.nn
             if name == "mlp":

@@ -9,7 +9,7 @@ a parameter word that is always 0, which the compiler cannot see through: no ``x
 reassociation of constants, and none of a driver's own folding mistakes across ops (lavapipe gets
 ``i64(x) < 0`` wrong for a negative i32 ``x`` when it sees the conversion). So a fused chain gives
 the unfused chain's values bit for bit (except where wgsl_fast.py's float32 paths are used:
-``x / const`` exactly, ``erf`` within tolerance).
+``x / const`` exactly, ``erf`` within tolerance, from ``x * (1 / c)`` when its argument is ``x / c``).
 
 Three kernel shapes:
 
@@ -31,6 +31,7 @@ epilogue at their store step (the autotuner's variant for the shape), or through
 Sizes, strides and offsets travel in the dispatch's parameter words, so another batch size reuses
 the pipeline: a pipeline is cached by the kernel's key and its specialisation.
 """
+import math
 import os
 import re
 import struct
@@ -164,7 +165,7 @@ class Expressions:
                 return self.stored(n[3])
             if self.fast and n[2] == "erf" and dt == "float32":
                 self.extra["erf32"] = wgsl_fast.ERF32
-                return self.opaque("erf32(%s)" % self.stored(n[3]), "f32")
+                return self.opaque("erf32(%s)" % (self._scaled_erf_arg(n[3]) or self.stored(n[3])), "f32")
             rec = ops.unary_recipe(n[2], src, rt.has_f64, rt.has_i64)
             expr = rec.fn(self.operand(n[3], rec.ct))
         elif kind == "binary":
@@ -186,6 +187,25 @@ class Expressions:
         store, libs = ops.store(rec.ct, rec.out, self.st(dt), rec.is_bool_expr)
         self.libs.update(libs)
         return self.opaque(store.format(expr), self.st(dt))
+
+    def _scaled_erf_arg(self, j):
+        """``erf(x / c)`` for a float32 constant ``c``: ``x * (1 / c)`` in float32, no division (the
+        GELU's). The product is within 1.2e-7 of ``x / c`` relative, and erf changes relatively by
+        at most its argument's relative change (x erf'(x) <= erf(x)), so erf32 stays inside the
+        tolerance; the exact quotient is still computed where another node reads it."""
+        n = self.nodes[j]
+        if n[0] != "binary" or n[2] != "div" or n[1] != "float32":
+            return None
+        x, c = self.nodes[n[3]], self.nodes[n[4]]
+        if c[0] != "const" or x[0] == "const":
+            return None
+        c = float(c[2])
+        if not (math.isfinite(c) and c != 0.0):
+            return None
+        inv = _f32_value(1.0 / c)
+        if not (2.0 ** -126 <= abs(inv) < float("inf")):
+            return None
+        return "(%s * %s)" % (self.stored(n[3]), literal(inv, "f32"))
 
     def _divide(self, rec, x, c):
         """``v_x / c`` through wgsl_fast's float32 steps, or None where they do not hold for c."""
@@ -403,7 +423,7 @@ class WgslCompiler:
         """The pipeline of ``build(readonly)``: inputs bind read-only unless an input's buffer is
         also written (a pool page shared with an output): WebGPU forbids both uses in one pass."""
         readonly = nin if not set(buffers[:nin]) & set(buffers[nin:]) else 0
-        key = ("fusion", kernel.key, spec, readonly, self.fast)
+        key = ("fusion", kernel.key, spec, readonly, self.fast, WG)  # WG: a benchmark may vary it
         entry = self.rt._pipelines.get(key)
         if entry is None:
             entry = self.rt.pipeline(key, lambda: self._remember(key, build(readonly)), len(buffers), readonly)

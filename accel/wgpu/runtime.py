@@ -412,13 +412,24 @@ class Runtime:
             if errors is not None:
                 enc.copy_buffer_to_buffer(errors.block.buffer.gpu, errors.block.offset, staging, size, errors.nbytes)
             self.queue.submit([enc.finish()])
-            staging.map_async("READ", 0, total).sync_wait()
+            self._map_read(staging, total)
             data = bytes(staging.read_mapped(0, total, copy=True))
             staging.unmap()
             if errors is not None:
                 self.error_check = None
                 errors.check(data[size:])
             return data[skip:skip + nbytes]
+
+    def _map_read(self, staging, nbytes):
+        """Map ``staging`` for reading once the GPU has run what was submitted. wgpu-py's own wait
+        hands the map callback to its poll thread and back (two thread wake-ups a read); polling here,
+        on the reading thread, runs the callback on it. The copy just submitted makes wgpu-py's extra
+        empty submit before a read mapping needless ("READ_NOSYNC")."""
+        promise = staging.map_async("READ_NOSYNC", 0, nbytes)
+        poll = getattr(self.device, "_poll_wait", None)  # wgpuDevicePoll(wait=true)
+        if poll is not None:
+            poll()
+        promise.sync_wait()
 
     def _staging_buffer(self, size):
         """A mappable buffer of at least ``size`` bytes, kept for the next read."""

@@ -120,6 +120,19 @@ def test_erf_in_float32_is_within_the_conformance_tolerance(dev, comp):
     _close(dev.to_list(y), [math.erf(v) for v in dev.to_list(x)], TOL["float32"])
 
 
+@pytest.mark.parametrize("c", [math.sqrt(2.0), 3.0, 0.1, -7.5, 1e-30, 1e30])
+def test_erf_of_a_quotient_by_a_constant_is_within_tolerance_and_the_quotient_stays_exact(dev, comp, c):
+    # erf(x / c) may read x * (1 / c) (no division); a held x / c is still the exact quotient
+    xs = [i / 97.0 for i in range(-600, 600)] + [0.0, -0.0, float("inf"), float("-inf"), float("nan"), 3e38, 1e-38]
+    x = _up(dev, xs, (len(xs),), "float32")
+    k = _flat(1, ["float32"], [("load", "float32", 0), ("const", "float32", c), ("binary", "float32", "div", 0, 1),
+                               ("unary", "float32", "erf", 2)], [2, 3])
+    [q, y] = comp.run(k, (len(xs),), [(x, (1,), 0)])
+    ref_q = dev.binary("div", x, c)
+    _exact(dev, q, ref_q, "float32")
+    _close(dev.to_list(y), dev.to_list(dev.unary("erf", ref_q)), TOL["float32"])
+
+
 def test_division_by_constants_matches_the_unfused_division(dev, comp):
     xs = _rand(4000, 3, -100, 100) + [0.0, -0.0, 1e-40, -3e-39, 1e38, float("inf"), float("nan")]
     x = _up(dev, xs, (len(xs),), "float32")

@@ -1,0 +1,214 @@
+"""Where a captured training step's time goes on a GPU (issue 23), beside PyTorch CUDA's floors.
+
+    python bench/gpu_profile.py [--quick] [--json PATH]
+
+- **Read floors**: a submit of nothing and a wait; ``Runtime.sync``; a 4-byte read through
+  ``Runtime.read`` (the path every ``.item()`` takes) and through wgpu-py's own map-and-wait; a
+  tensor's ``.item()``; and PyTorch's ``synchronize`` and ``.item()`` on the same GPU.
+- **Per step** (MLP, LeNet-5, MNIST CNN at batch 64, on ``Autodiff(Wgpu())`` and
+  ``Autodiff(Fusion(Wgpu()))``): the replay's dispatches; the host time of one replay (its command
+  buffer recorded and submitted, no wait); the GPU time of the replay's dispatches alone (repeated
+  in one command buffer, so no host work and no read is in it); and each dispatch's GPU time
+  (repeated alone in one pass), summed by kernel.
+
+The step's time with a read is about: host time + GPU time + the read floor. The last line is one
+JSON object.
+"""
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import ember
+import ember.nn.functional as F
+from ember.accel import Wgpu, compile
+from ember.accel.autodiff import Autodiff
+from ember.accel.fusion import Fusion
+from ember.accel.optim import SGD
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _models import LeNet, MLP, MnistCNN  # noqa: E402  bench/_models.py
+
+QUICK = "--quick" in sys.argv
+OUT = {}
+
+
+def log(*args):
+    print(*args, flush=True)
+
+
+def median_us(fn, n):
+    fn()
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return statistics.median(out) * 1e6
+
+
+def floors(dev, torch):
+    import wgpu
+    rt = dev.rt
+    wait = rt.device._poll_wait
+
+    def submit_wait():
+        rt.queue.submit([rt.device.create_command_encoder().finish()])
+        wait()
+    OUT["submit_wait_empty_us"] = median_us(submit_wait, 200)
+    OUT["sync_us"] = median_us(dev.synchronize, 200)
+    x = ember.ones(256, device=dev)
+    a = x._data
+    OUT["read4_ember_us"] = median_us(lambda: rt.read(a.block.buffer, a.block.offset, 4), 200)
+    staging = rt.device.create_buffer(size=256, usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ)
+
+    def read_wgpupy():
+        enc = rt.device.create_command_encoder()
+        enc.copy_buffer_to_buffer(a.block.buffer.gpu, a.block.offset, staging, 0, 4)
+        rt.queue.submit([enc.finish()])
+        staging.map_async("READ", 0, 4).sync_wait()
+        bytes(staging.read_mapped(0, 4, copy=True))
+        staging.unmap()
+    OUT["read4_wgpupy_us"] = median_us(read_wgpupy, 200)
+    OUT["item_us"] = median_us(lambda: x[0].item(), 200)
+    line = ("floors: submit+wait %.1f us, sync %.1f us, 4-byte read %.1f us (wgpu-py's wait %.1f us), "
+            ".item() %.1f us" % (OUT["submit_wait_empty_us"], OUT["sync_us"], OUT["read4_ember_us"],
+                                 OUT["read4_wgpupy_us"], OUT["item_us"]))
+    if torch is not None:
+        t = torch.ones(256, device="cuda")
+        OUT["torch_sync_us"] = median_us(torch.cuda.synchronize, 200)
+        OUT["torch_item_us"] = median_us(lambda: t[0].item(), 200)
+        line += "; torch synchronize %.1f us, .item() %.1f us" % (OUT["torch_sync_us"], OUT["torch_item_us"])
+    log(line)
+
+
+def _gpu_seconds(dev, steps, reps):
+    """GPU seconds of ``steps`` (a replay's dispatches) run ``reps`` times in one pass, the empty
+    submit-and-wait floor taken off."""
+    rt = dev.rt
+    enc = rt.device.create_command_encoder()
+    cp = enc.begin_compute_pass()
+    for _ in range(reps):
+        for pipe, bg, offset, gx, gy, gz in steps:
+            cp.set_pipeline(pipe)
+            cp.set_bind_group(0, bg, [offset])
+            cp.dispatch_workgroups(gx, gy, gz)
+    cp.end()
+    cmd = enc.finish()
+    dev.synchronize()
+    t0 = time.perf_counter()
+    rt.queue.submit([cmd])
+    rt.device._poll_wait()
+    return max(time.perf_counter() - t0 - OUT["submit_wait_empty_us"] * 1e-6, 0.0) / reps
+
+
+def _name(key):
+    """A kernel's pipeline key, short: the op, or a fused kernel's shape and first ops."""
+    k = None
+    if key and key[0] == "fusion":
+        k = key[1]
+    elif key and key[0] == "fusion-mm" and type(key[2]) is tuple:
+        k = key[2][0]
+    if type(k) is tuple and k:
+        nodes = k[6] if k[0] == "matmul" else k[4]
+        ops = [n[2] if n[0] in ("unary", "binary", "reduce") else n[0] for n in nodes
+               if type(n) is tuple and n and n[0] not in ("load", "const", "row", "acc")]
+        return "fused %s %s" % (k[0], "+".join(str(o) for o in ops[:6]))
+    return " ".join(str(p) for p in key[:3])
+
+
+def steps(dev):
+    batch = 64
+    rng = np.random.default_rng(2)
+    keys = {}
+    for name, cls, shape in (("mlp", MLP, (batch, 784)), ("lenet", LeNet, (batch, 1, 28, 28)),
+                             ("cnn", MnistCNN, (batch, 1, 28, 28))):
+        xs = rng.standard_normal(shape).astype(np.float32)
+        ys = rng.integers(0, 10, batch)
+        for tag, ad in (("", Autodiff(dev)), ("fused_", Autodiff(Fusion(dev)))):
+            model = cls(ember.Generator(0)).to(ad)
+            opt = SGD(model, lr=0.01)
+            x = ember.from_bytes(xs.tobytes(), xs.shape, ember.float32, device=dev).to(ad) \
+                if hasattr(ember, "from_bytes") else ember.tensor(xs.tolist(), device=ad)
+            y = ember.tensor(ys.tolist(), dtype=ember.int64, device=ad)
+
+            def step():
+                loss = F.cross_entropy(model(x), y)
+                opt.step(loss.backward())
+                return loss
+            c = compile(step)
+            for _ in range(4):
+                c()
+            key = "%s_%s" % (name, tag)
+            if c.lowering != "lowered":
+                OUT[key + "lowering"] = c.lowering
+                log("%s: not lowered: %s" % (key, c.lowering))
+                continue
+            (rec,) = c._plans.values()
+            plan = rec.lowered
+            for k, e in dev.rt._pipelines.items():
+                keys[id(e[0])] = k
+            dev.synchronize()
+
+            def host():
+                c()
+            samples = []
+            for _ in range(30 if not QUICK else 3):
+                dev.synchronize()
+                t0 = time.perf_counter()
+                c()
+                samples.append(time.perf_counter() - t0)
+            dev.synchronize()
+            host_us = statistics.median(samples) * 1e6
+            reps = 50 if not QUICK else 2
+            gpu_us = statistics.median([_gpu_seconds(dev, plan.steps, reps) for _ in range(5)]) * 1e6
+            read_us = statistics.median([_read_step(c) for _ in range(20 if not QUICK else 2)]) * 1e6
+            per = {}
+            for st in plan.steps:
+                t = _gpu_seconds(dev, [st], reps * 2) * 1e6
+                n = _name(keys.get(id(st[0]), ("?",)))
+                agg = per.setdefault(n, [0, 0.0])
+                agg[0] += 1
+                agg[1] += t
+            top = sorted(per.items(), key=lambda kv: -kv[1][1])
+            OUT[key + "dispatches"] = len(plan.steps)
+            OUT[key + "host_us"] = host_us
+            OUT[key + "gpu_us"] = gpu_us
+            OUT[key + "step_with_read_us"] = read_us
+            OUT[key + "uploads"] = len(plan.writes)
+            OUT[key + "by_kernel_us"] = {n: [k, round(t, 2)] for n, (k, t) in top}
+            log("%s: %d dispatches, %d uploads; host %.1f us, GPU %.1f us (sum of dispatches alone %.1f us), "
+                "step with a read %.1f us" % (key, len(plan.steps), len(plan.writes), host_us, gpu_us,
+                                              sum(t for _, t in per.values()), read_us))
+            for n, (k, t) in top[:12]:
+                log("    %8.1f us  %3dx  %s" % (t, k, n))
+
+
+def _read_step(c):
+    t0 = time.perf_counter()
+    c().item()
+    return time.perf_counter() - t0
+
+
+def main():
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            torch = None
+    except ImportError:
+        torch = None
+    dev = Wgpu()
+    log("adapter %s" % dev.rt.label)
+    floors(dev, torch)
+    steps(dev)
+    path = sys.argv[sys.argv.index("--json") + 1] if "--json" in sys.argv else None
+    if path:
+        with open(path, "w") as f:
+            json.dump(OUT, f, indent=1)
+    print(json.dumps(OUT))
+
+
+if __name__ == "__main__":
+    main()
