@@ -318,10 +318,10 @@ def bench_fusion(dev, torch, np):
     # VEC and WG are the default)
     xa = x._data
     widths = {}
-    default_vec, default_wg = compile_wgsl.VEC, compile_wgsl.WG
+    default_vec, default_heavy, default_wg = compile_wgsl.VEC, compile_wgsl.VEC_HEAVY, compile_wgsl.WG
     for wg in (64, 128, 256, 512):
         for vec in (1, 2, 4, 8):
-            compile_wgsl.VEC, compile_wgsl.WG = vec, wg
+            compile_wgsl.VEC, compile_wgsl.VEC_HEAVY, compile_wgsl.WG = vec, vec, wg
             for name, kern in (("neg", _copy_kernel()), ("gelu", _gelu_kernel())):
                 k = "%s_vec%d_wg%d" % (name, vec, wg)
                 try:
@@ -331,7 +331,7 @@ def bench_fusion(dev, torch, np):
                     widths[k] = "%s: %s" % (type(e).__name__, str(e)[:200])
             log("fused kernels at %d vec4 per thread, %d threads a workgroup: neg %s TB/s, gelu %s TB/s"
                 % (vec, wg, widths["neg_vec%d_wg%d" % (vec, wg)], widths["gelu_vec%d_wg%d" % (vec, wg)]))
-    compile_wgsl.VEC, compile_wgsl.WG = default_vec, default_wg
+    compile_wgsl.VEC, compile_wgsl.VEC_HEAVY, compile_wgsl.WG = default_vec, default_heavy, default_wg
     OUT["fusion_kernel_tbps_by_width"] = widths
     OUT["fusion_vec_default"] = default_vec
     # the float32 division by a constant against the correctly rounded quotient (numpy)

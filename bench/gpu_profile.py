@@ -5,6 +5,9 @@
 - **Read floors**: a submit of nothing and a wait; ``Runtime.sync``; a 4-byte read through
   ``Runtime.read`` (the path every ``.item()`` takes) and through wgpu-py's own map-and-wait; a
   tensor's ``.item()``; and PyTorch's ``synchronize`` and ``.item()`` on the same GPU.
+- **Read waits**: the step with a read under each of ``Runtime.read_wait``'s ways to wait
+  ("thread", "poll", "map-poll"), interleaved; and the host time of one replay split into its
+  native calls (encoder, pass, finish, submit).
 - **Per step** (MLP, LeNet-5, MNIST CNN at batch 64, on ``Autodiff(Wgpu())`` and
   ``Autodiff(Fusion(Wgpu()))``): the replay's dispatches; the host time of one replay (its command
   buffer recorded and submitted, no wait); the GPU time of the replay's dispatches alone (repeated
@@ -61,6 +64,11 @@ def floors(dev, torch):
     OUT["sync_us"] = median_us(dev.synchronize, 200)
     x = ember.ones(256, device=dev)
     a = x._data
+    old = rt.read_wait
+    for m in MODES:
+        rt.read_wait = m
+        OUT["read4_%s_us" % m] = median_us(lambda: rt.read(a.block.buffer, a.block.offset, 4), 200)
+    rt.read_wait = old
     OUT["read4_ember_us"] = median_us(lambda: rt.read(a.block.buffer, a.block.offset, 4), 200)
     staging = rt.device.create_buffer(size=256, usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ)
 
@@ -74,8 +82,9 @@ def floors(dev, torch):
     OUT["read4_wgpupy_us"] = median_us(read_wgpupy, 200)
     OUT["item_us"] = median_us(lambda: x[0].item(), 200)
     line = ("floors: submit+wait %.1f us, sync %.1f us, 4-byte read %.1f us (wgpu-py's wait %.1f us), "
-            ".item() %.1f us" % (OUT["submit_wait_empty_us"], OUT["sync_us"], OUT["read4_ember_us"],
-                                 OUT["read4_wgpupy_us"], OUT["item_us"]))
+            ".item() %.1f us; by read wait %s" % (OUT["submit_wait_empty_us"], OUT["sync_us"], OUT["read4_ember_us"],
+                                                OUT["read4_wgpupy_us"], OUT["item_us"],
+                                                {m: round(OUT["read4_%s_us" % m], 1) for m in MODES}))
     if torch is not None:
         t = torch.ones(256, device="cuda")
         OUT["torch_sync_us"] = median_us(torch.cuda.synchronize, 200)
@@ -165,6 +174,12 @@ def steps(dev):
             reps = 50 if not QUICK else 2
             gpu_us = statistics.median([_gpu_seconds(dev, plan.steps, reps) for _ in range(5)]) * 1e6
             read_us = statistics.median([_read_step(c) for _ in range(20 if not QUICK else 2)]) * 1e6
+            modes = read_modes(dev, c, 5 if not QUICK else 1)
+            phases = host_phases(dev, c, plan, 30 if not QUICK else 2)
+            OUT[key + "step_with_read_us_by_wait"] = modes
+            OUT[key + "host_phases_us"] = phases
+            log("%s: step with a read by read wait: %s; host per replay: %s"
+                % (key, {m: round(v, 1) for m, v in modes.items()}, {k: round(v, 1) for k, v in phases.items()}))
             per = {}
             for st in plan.steps:
                 t = _gpu_seconds(dev, [st], reps * 2) * 1e6
@@ -184,6 +199,78 @@ def steps(dev):
                                               sum(t for _, t in per.values()), read_us))
             for n, (k, t) in top[:12]:
                 log("    %8.1f us  %3dx  %s" % (t, k, n))
+
+
+class _Timed:
+    """``obj`` with the calls named in ``names`` timed into ``acc`` (name -> seconds); what they
+    return is timed the same way when it is a command encoder or a pass."""
+
+    def __init__(self, obj, acc, names):
+        self._obj, self._acc, self._names = obj, acc, names
+
+    def __getattr__(self, name):
+        v = getattr(self._obj, name)
+        if name not in self._names:
+            return v
+        acc = self._acc
+
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            r = v(*args, **kwargs)
+            acc[name] = acc.get(name, 0.0) + time.perf_counter() - t0
+            if name in ("create_command_encoder", "begin_compute_pass"):
+                return _Timed(r, acc, ("begin_compute_pass", "finish", "end"))
+            return r
+        return timed
+
+
+def host_phases(dev, c, plan, n):
+    """Seconds per replay in each native call of the replay, beside the replay and the call."""
+    from ember.accel.capture import lower_wgpu
+    rt = dev.rt
+    acc = {}
+    run = plan.run
+
+    def timed_run(*args, **kwargs):
+        t0 = time.perf_counter()
+        r = run(*args, **kwargs)
+        acc["replay"] = acc.get("replay", 0.0) + time.perf_counter() - t0
+        return r
+    device, queue = rt.device, rt.queue
+    rt.device = _Timed(device, acc, ("create_command_encoder",))
+    rt.queue = _Timed(queue, acc, ("submit", "write_buffer"))
+    plan.run = timed_run
+    try:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            c()
+        total = time.perf_counter() - t0
+    finally:
+        rt.device, rt.queue = device, queue
+        del plan.run
+        dev.synchronize()
+    out = {k: v / n * 1e6 for k, v in acc.items()}
+    out["call"] = total / n * 1e6
+    return out
+
+
+MODES = ("thread", "poll", "map-poll")
+
+
+def read_modes(dev, c, rounds):
+    """Median step-with-a-read microseconds under each of Runtime's read waits, rounds interleaved."""
+    rt = dev.rt
+    old = rt.read_wait
+    got = {m: [] for m in MODES}
+    try:
+        for _ in range(rounds):
+            for m in MODES:
+                rt.read_wait = m
+                _read_step(c)
+                got[m].append(statistics.median([_read_step(c) for _ in range(5)]) * 1e6)
+    finally:
+        rt.read_wait = old
+    return {m: statistics.median(v) for m, v in got.items()}
 
 
 def _read_step(c):

@@ -13,9 +13,10 @@ try:
 except ImportError as e:
     raise ImportError("ember.accel.candle needs Hugging Face Candle's Python binding "
                       "(pip install 'ember[candle]', i.e. candle-nn==0.4.2): %s" % (e,))
-if not hasattr(_candle.utils, "load_safetensors"):
+if not hasattr(getattr(_candle, "utils", None), "load_safetensors"):  # another package named candle
     raise ImportError("ember.accel.candle needs candle-nn 0.4.2 (candle.utils.load_safetensors), "
-                      "found a candle module without it at %s" % (_candle.__file__,))
+                      "found a candle module without it at %s" % (getattr(_candle, "__file__", None)
+                                                                 or list(getattr(_candle, "__path__", [])),))
 
 from .device import Candle  # noqa: E402
 

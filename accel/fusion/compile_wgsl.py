@@ -49,6 +49,12 @@ WG = 256  # threads per workgroup
 # vec4s per thread in the contiguous flat kernel, all loaded before the first store
 # (bench/gpu.py --only fusion reports the figure of 1, 2 and 4 on the real GPU)
 VEC = int(os.environ.get("EMBER_FUSION_VEC", "4"))  # 4 was the fastest on the H200 (3.57 vs 3.45 TB/s at 2)
+# vec4s per thread of a large kernel with transcendental work: more independent loads in flight
+# hide its arithmetic (the GELU over 64M floats on the H200: 3.79 TB/s at 8, 3.58 at 4, 2026-12-02)
+VEC_HEAVY = int(os.environ.get("EMBER_FUSION_VEC_HEAVY", "8"))
+HEAVY_MIN = 1 << 20  # elements; below, fewer threads would each do more and the GPU sits idler
+_TRANSCENDENTAL = ("exp", "expm1", "log", "log1p", "erf", "tanh", "sin", "cos", "tan", "asin", "acos", "atan",
+                   "sinh", "cosh")
 WORDS = 64  # parameter words per dispatch
 _MASK = 0xFFFFFFFF
 _REDUCE_IDENTITY = {"sum": "0", "prod": "1"}
@@ -508,6 +514,13 @@ class WgslCompiler:
             s.append("  }\n")
         return "".join([_header(self.dev, types, readonly), ex.prelude(), fn, _ENTRY % WG] + s + ["}\n"])
 
+    def _vec(self, kernel, n):
+        """vec4s per thread of the contiguous flat kernel: ``VEC_HEAVY`` for a large one with
+        transcendental work, else ``VEC``."""
+        if n >= HEAVY_MIN and any(nd[0] == "unary" and nd[2] in _TRANSCENDENTAL for nd in kernel.nodes):
+            return VEC_HEAVY
+        return VEC
+
     def _run_flat(self, kernel, space, inputs, outs):
         n = numel(space)
         nin = len(inputs)
@@ -524,7 +537,7 @@ class WgslCompiler:
             bases = [self._base(a, off) for a, _, off in inputs]
             obases = [self._base(o, 0) for o in outs]
             aligned = all(b % 4 == 0 for k, b in enumerate(bases) if not scalar[k]) and all(b % 4 == 0 for b in obases)
-            vec = VEC if aligned and n >= 4 else 0
+            vec = self._vec(kernel, n) if aligned and n >= 4 else 0
             sc = tuple(scalar)
             entry = self._pipeline(kernel, ("contig", sc, vec), lambda ro: self._contig_source(kernel, sc, vec, ro),
                                    buffers, nin)

@@ -34,6 +34,7 @@ PARAM_WORDS = PARAM_BYTES // 4
 PARAM_CAPACITY = 1 << 22  # parameter bytes per submit: 16384 dispatches
 # submit after this many dispatches, so the GPU starts on a long queue while Python records the rest
 AUTO_FLUSH = int(os.environ.get("EMBER_WGPU_BATCH", "512"))
+READ_WAIT = os.environ.get("EMBER_WGPU_READ_WAIT", "thread")  # how a read waits (Runtime._map_read); bench/gpu_profile.py compares
 WORKGROUP = 256
 _MAX_BIND_GROUPS = 8192
 
@@ -194,6 +195,7 @@ class Runtime:
         # each run under this lock; re-entrant, as a collected tensor may return a block mid-op
         self.lock = threading.RLock()
         self.auto_flush = AUTO_FLUSH
+        self.read_wait = READ_WAIT
         self.trusted = (_native is not None and hasattr(_lib, "wgpuDeviceCreateShaderModuleTrusted")
                         and os.environ.get("EMBER_WGPU_CHECKED", "0") in ("0", ""))
         self._offset = _ffi.new("uint32_t[1]") if _ffi is not None else None
@@ -421,14 +423,21 @@ class Runtime:
             return data[skip:skip + nbytes]
 
     def _map_read(self, staging, nbytes):
-        """Map ``staging`` for reading once the GPU has run what was submitted. wgpu-py's own wait
-        hands the map callback to its poll thread and back (two thread wake-ups a read); polling here,
-        on the reading thread, runs the callback on it. The copy just submitted makes wgpu-py's extra
-        empty submit before a read mapping needless ("READ_NOSYNC")."""
-        promise = staging.map_async("READ_NOSYNC", 0, nbytes)
-        poll = getattr(self.device, "_poll_wait", None)  # wgpuDevicePoll(wait=true)
-        if poll is not None:
-            poll()
+        """Map ``staging`` for reading once the GPU has run what was submitted, as ``READ_WAIT``
+        says: "thread" is wgpu-py's own wait (its poll thread runs the map callback and wakes this
+        one); "poll" first waits for the GPU on this thread (``wgpuDevicePoll(wait)``), then maps,
+        and a poll here runs the callback on this thread. The copy just submitted makes wgpu-py's
+        extra empty submit before a read mapping needless ("READ_NOSYNC")."""
+        if self.read_wait == "thread" or getattr(self.device, "_poll_wait", None) is None:
+            staging.map_async("READ", 0, nbytes).sync_wait()
+            return
+        if self.read_wait == "poll":
+            self.device._poll_wait()
+            promise = staging.map_async("READ_NOSYNC", 0, nbytes)
+            self.device._poll(False)
+        else:  # "map-poll": map first, then wait on this thread
+            promise = staging.map_async("READ_NOSYNC", 0, nbytes)
+            self.device._poll_wait()
         promise.sync_wait()
 
     def _staging_buffer(self, size):

@@ -202,6 +202,19 @@ def test_unaligned_and_odd_sizes_use_the_element_kernel_and_the_vec4_tail(dev, c
                                   for v in dev.to_list(a)[off:off + n]]
 
 
+@pytest.mark.parametrize("n", [1000, 1003, 4097, 9001])
+def test_large_transcendental_kernels_take_more_vec4s_per_thread_and_keep_the_tail(dev, comp, n, monkeypatch):
+    from ember.accel.fusion import compile_wgsl
+    monkeypatch.setattr(compile_wgsl, "HEAVY_MIN", 1000)  # what 1M floats choose, at a test's size
+    xs = _rand(n, 5, -4, 4)
+    x = _up(dev, xs, (n,), "float32")
+    k = _flat(1, ["float32"], [("load", "float32", 0), ("unary", "float32", "exp", 0), ("const", "float32", 1.0),
+                               ("binary", "float32", "add", 1, 2)], [3])
+    assert comp._vec(k, n) == compile_wgsl.VEC_HEAVY
+    [y] = comp.run(k, (n,), [(x, (1,), 0)])
+    _exact(dev, y, dev.binary("add", dev.unary("exp", x), 1.0), "float32")
+
+
 def test_more_workgroups_than_one_dimension_allows_use_a_2d_grid(dev, comp):
     rt = dev.rt
     old = rt.max_groups
