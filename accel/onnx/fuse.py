@@ -115,6 +115,9 @@ def _checked_gather(c, ins, env):
     a = node.attr("axis", 0)
     a = a + x.dim() if a < 0 else a
     shape = tuple(y.shape)
+    from . import lower_c
+    if lower_c.applies(dev):
+        return (lower_c.gather(a, fn),) + c[1:]
 
     def _gather(node, x, idx):
         try:
@@ -233,7 +236,10 @@ def _number(t):
     return float(t.reshape(-1)[0].item())
 
 
-def _sdpa(scale, masked):
+def _sdpa(scale, masked, device):
+    from . import lower_c
+    if not masked and lower_c.applies(device):
+        return lower_c.attention(scale, _sdpa(scale, False, None))
     if masked:
         def _attention(node, q, k, v, mask):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
@@ -371,7 +377,7 @@ def _scores(g, env, x, m2, chain, mask, p):
     ins = [q, k, v] + ([mask] if mask is not None else [])
     srcs = tuple((j, nm) for j, (nm, b) in enumerate(ins) if b is None)
     c2 = g.calls[m2]
-    call = (_sdpa(scale, mask is not None), c2[1], c2[2], [b for _, b in ins], srcs, c2[5], (), False)
+    call = (_sdpa(scale, mask is not None, c2[2]), c2[1], c2[2], [b for _, b in ins], srcs, c2[5], (), False)
     return m2, set(chain), (call, [nm for nm, _ in ins])
 
 
@@ -475,6 +481,13 @@ def _view(steps):
                 x = x.narrow(st[1], st[2], st[3])
         return x
     return _movement
+
+
+def _view_call(steps, device):
+    """The call running ``steps``: as C kernel calls on the C-backed Cpu (lower_c.py), else ``_view``."""
+    from . import lower_c
+    generic = _view(steps)
+    return lower_c.movement(steps, generic) if lower_c.applies(device) else generic
 
 
 def _dense(shape):
@@ -660,7 +673,7 @@ def _movements(calls, names, env, protected):
         if k in shared:  # the view steps its readers share, made once
             src = runs[shared[k][0]][0]
             src = alias.get(src, src)
-            out_c.append((_view(shared[k][1]), c[1], c[2], [None], ((0, src),), c[5], (), False))
+            out_c.append((_view_call(shared[k][1], c[2]), c[1], c[2], [None], ((0, src),), c[5], (), False))
             out_n.append([src])
             continue
         if k in dead:
@@ -673,7 +686,7 @@ def _movements(calls, names, env, protected):
             if not steps and c[5][0] not in protected:
                 alias[c[5][0]] = src
                 continue
-            out_c.append((_view(steps), c[1], c[2], [None], ((0, src),), c[5], (), False))
+            out_c.append((_view_call(steps, c[2]), c[1], c[2], [None], ((0, src),), c[5], (), False))
             out_n.append([src])
             continue
         out_c.append(c[:4] + (tuple((j, alias.get(nm, nm)) for j, nm in c[4]),) + c[5:])

@@ -1,0 +1,212 @@
+"""A specialised replay's movement programs and attention on the C-backed Cpu, as C kernel calls.
+
+``fuse.py`` rewrites a replay onto view programs and ``F.scaled_dot_product_attention``; through
+the frontend each view step costs a few microseconds of Python and the attention composite seven
+ops. On the C-backed Cpu those calls run here instead, with everything that depends only on the
+shapes and layouts of their inputs worked out once per layout (a replay sees the same ones every
+call, so that is once):
+
+- a movement program becomes the view it ends as (shape, strides, offset of its source's
+  buffer), with one ``emb_copy_nd`` where a reshape cannot be a view;
+- the attention ``softmax(q·kᵀ·scale)·v`` becomes two ``emb_matmul`` calls reading q, k and v
+  in place (strided), the scaling and ``emb_softmax_f32``: the kernels the composite runs, in its
+  order, so the values are the composite's bit for bit.
+
+Anything else (another device or dtype, a list-backed array, a rank the kernels do not take, a
+mask) runs the call it replaces.
+"""
+from array import array
+
+from ember.backends.cpu import ckernels
+from ember.backends.cpu.array import CpuArray
+from ember.backends.cpu.cdevice import CpuC
+from ember.backends.cpu.cstorage import MAXDIM, threads
+from ember.backends.cpu.pool import fresh
+from ember.tensor import Tensor
+import ember
+
+from .fuse import _NARROW, _PERMUTE, _dense as dense, _view_strides
+
+
+def applies(device):
+    """Whether calls on ``device`` run here: the C-backed Cpu with its kernels loaded."""
+    return type(device) is CpuC and ckernels.native()[0] is not None
+
+
+def _is_dense(shape, strides):
+    """Whether ``strides`` are row-major for ``shape`` (a size-1 dim's stride never matters)."""
+    return all(s == t for n, s, t in zip(shape, strides, dense(shape)) if n != 1)
+
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _layout(shape, strides, offset, steps):
+    """(copies, shape, strides, offset) of ``steps`` from the strided ``shape``: each copy is
+    (shape, strides, offset) of a strided read written out dense, the result a view of the last
+    buffer; None where a copy has more dims than the kernels take."""
+    copies = []
+    for st in steps:
+        if st[0] == _PERMUTE:
+            shape, strides = tuple(shape[d] for d in st[1]), tuple(strides[d] for d in st[1])
+        elif st[0] == _NARROW:
+            offset += st[2] * strides[st[1]]
+            shape = shape[:st[1]] + (st[3],) + shape[st[1] + 1:]
+        else:
+            new = tuple(st[1])
+            got = _view_strides(shape, strides, new) if _numel(shape) else None
+            if got is None:
+                if len(shape) > MAXDIM or not _numel(shape):
+                    return None
+                copies.append((shape, strides, offset))
+                got, offset = dense(new), 0
+            shape, strides = new, got
+    return copies, shape, strides, offset
+
+
+def movement(steps, generic):
+    """The call running the view program ``steps`` (fuse.py's) on a tensor of the C Cpu: its
+    result's layout worked out once per source layout; ``generic(node, x)`` where that does not apply."""
+    lib = ckernels.native()[0]
+    copy_nd = lib.emb_copy_nd
+    plans = {}
+
+    def plan(d, size):
+        shape = d.shape
+        strides = d.strides if d.strides is not None else dense(shape)
+        got = _layout(tuple(shape), tuple(strides), d.offset, steps)
+        if got is None:
+            return False
+        copies, out_shape, out_strides, out_offset = got
+        prepared = []
+        for cs, cst, coff in copies:  # the int64 arrays C reads, made once and kept with the plan
+            prepared.append((_numel(cs), len(cs), array("q", cs), array("q", cst), coff, array("q", dense(cs))))
+        size = _numel(copies[-1][0]) if copies else size  # the length of the buffer the result views
+        implicit = out_offset == 0 and size == _numel(out_shape) and _is_dense(out_shape, out_strides)
+        return tuple(prepared), out_shape, None if implicit else out_strides, 0 if implicit else out_offset
+
+    def _movement(node, x):
+        d = x._data
+        buf = d.data if type(d) is CpuArray else None
+        if type(buf) is not array:
+            return generic(node, x)
+        key = (d.shape, d.strides, d.offset, len(buf))
+        p = plans.get(key)
+        if p is None:
+            p = plans[key] = plan(d, len(buf))
+        if p is False:
+            return generic(node, x)
+        copies, shape, strides, offset = p
+        size = buf.itemsize
+        for n, nd, sh, st, off, dst in copies:
+            out = fresh(buf.typecode, n)
+            copy_nd(size, nd, sh.buffer_info()[0], buf.buffer_info()[0] + off * size, st.buffer_info()[0],
+                    out.buffer_info()[0], dst.buffer_info()[0])
+            buf = out
+        return Tensor(CpuArray(buf, shape, d.dtype, strides, offset), shape, x.dtype, x.device)
+    return _movement
+
+
+def attention(scale, generic):
+    """The call running ``softmax(q·kᵀ·scale)·v`` over (..., L, E) float32 tensors of the C Cpu
+    (the composite's kernels, reading q, k, v where they lie); ``generic(node, q, k, v)`` elsewhere."""
+    lib = ckernels.native()[0]
+    matmul, binary1, softmax = lib.emb_matmul, lib.emb_binary1, lib.emb_softmax_f32
+    F32, MUL = lib.EMB_F32, lib.EMB_B_MUL
+    factor = array("f", (scale,))  # what ``scores * scale`` multiplies by: the scale as a float32
+    f32 = ember.float32
+    plans = {}
+
+    def plan(a, b, c):
+        batch, (L, E), (S, Ek), (Sv, Ev) = a.shape[:-2], a.shape[-2:], b.shape[-2:], c.shape[-2:]
+        nb = len(batch)
+        if b.shape[:-2] != batch or c.shape[:-2] != batch or E != Ek or S != Sv or nb + 2 > MAXDIM \
+                or not (L and S and E and Ev) or not _numel(batch):
+            return False
+        sa, sb, sc = (x.strides if x.strides is not None else dense(x.shape) for x in (a, b, c))
+        rows = _numel(batch) * L
+        return (nb, array("q", batch), array("q", sa[:nb]), array("q", sb[:nb]), array("q", dense(batch + (L, S))[:nb]),
+                array("q", sc[:nb]), L, S, E, Ev, sa[nb:], sb[nb:], sc[nb:], rows, batch + (L, Ev))
+
+    def _attention(node, q, k, v):
+        a, b, c = q._data, k._data, v._data
+        if q.dtype is not f32 or k.dtype is not f32 or v.dtype is not f32 or type(q.device) is not CpuC \
+                or k.device != q.device or v.device != q.device or type(a) is not CpuArray \
+                or type(b) is not CpuArray or type(c) is not CpuArray or type(a.data) is not array \
+                or type(b.data) is not array or type(c.data) is not array:
+            return generic(node, q, k, v)
+        key = (a.shape, a.strides, b.shape, b.strides, c.shape, c.strides)
+        p = plans.get(key)
+        if p is None:
+            p = plans[key] = plan(a, b, c)
+        if p is False:
+            return generic(node, q, k, v)
+        nb, bs, sqa, ska, spa, sva, L, S, E, Ev, (qr, qc), (kr, kc), (vr, vc), rows, shape = p
+        nt = threads()
+        n = rows * S
+        scores = fresh("f", n)
+        scaled = fresh("f", n)
+        weights = fresh("f", n)
+        out = fresh("f", rows * Ev)
+        bsa = bs.buffer_info()[0]
+        if matmul(F32, nb, bsa, sqa.buffer_info()[0], ska.buffer_info()[0], L, S, E,
+                  a.data.buffer_info()[0] + 4 * a.offset, qr, qc, b.data.buffer_info()[0] + 4 * b.offset, kc, kr,
+                  scores.buffer_info()[0], 0, nt) < 0:
+            raise MemoryError("scaled_dot_product_attention: the C kernels could not allocate their workspace")
+        binary1(MUL, F32, n, scores.buffer_info()[0], 1, factor.buffer_info()[0], 0, scaled.buffer_info()[0])
+        softmax(rows, S, scaled.buffer_info()[0], weights.buffer_info()[0], 0, nt)
+        if matmul(F32, nb, bsa, spa.buffer_info()[0], sva.buffer_info()[0], L, Ev, S, weights.buffer_info()[0], S,
+                  1, c.data.buffer_info()[0] + 4 * c.offset, vr, vc, out.buffer_info()[0], 0, nt) < 0:
+            raise MemoryError("scaled_dot_product_attention: the C kernels could not allocate their workspace")
+        return Tensor(CpuArray(out, shape, f32), shape, f32, q.device)
+    return _attention
+
+
+def gather(axis, generic):
+    """The call running an ONNX Gather of an int64 index along ``axis`` on the C Cpu: the index
+    spread over the output's shape (``emb_copy_nd``) and ``emb_gather``; ``generic(node, x, idx)``
+    elsewhere, and where an index is outside [0, d) (negatives wrap there, others raise)."""
+    lib = ckernels.native()[0]
+    copy_nd, gather_ = lib.emb_copy_nd, lib.emb_gather
+    i64 = ember.int64
+    plans = {}
+
+    def plan(d, e):
+        lead, rest = d.shape[:axis], d.shape[axis + 1:]
+        n = _numel(e.shape)
+        spread = lead + (n,) + rest
+        if len(spread) > MAXDIM or not _numel(spread):
+            return False
+        strides = d.strides if d.strides is not None else dense(d.shape)
+        picks = (0,) * len(lead) + (1,) + (0,) * len(rest)  # each index value read along its row
+        return (len(spread), _numel(spread), array("q", spread), array("q", picks), array("q", dense(spread)),
+                array("q", strides), d.offset, d.shape[axis], lead + tuple(e.shape) + rest)
+
+    def _gather(node, x, idx):
+        d, e = x._data, idx._data
+        if idx.dtype is not i64 or type(d) is not CpuArray or type(e) is not CpuArray or e.strides is not None \
+                or type(d.data) is not array or type(e.data) is not array or type(x.device) is not CpuC \
+                or not 0 <= axis < len(d.shape):
+            return generic(node, x, idx)
+        key = (d.shape, d.strides, d.offset, e.shape)
+        p = plans.get(key)
+        if p is None:
+            p = plans[key] = plan(d, e)
+        if p is False:
+            return generic(node, x, idx)
+        nd, n, spread, picks, out_strides, strides, offset, size, shape = p
+        full = fresh("q", n)
+        copy_nd(8, nd, spread.buffer_info()[0], e.data.buffer_info()[0], picks.buffer_info()[0], full.buffer_info()[0],
+                out_strides.buffer_info()[0])
+        buf = d.data
+        out = fresh(buf.typecode, n)
+        if gather_(buf.itemsize, nd, spread.buffer_info()[0], full.buffer_info()[0],
+                   buf.buffer_info()[0] + offset * buf.itemsize, strides.buffer_info()[0], axis, size,
+                   out.buffer_info()[0]) >= 0:
+            return generic(node, x, idx)
+        return Tensor(CpuArray(out, shape, d.dtype), shape, x.dtype, x.device)
+    return _gather
