@@ -108,6 +108,7 @@ def movement(steps, generic):
                     out.buffer_info()[0], dst.buffer_info()[0])
             buf = out
         return Tensor(CpuArray(buf, shape, d.dtype, strides, offset), shape, x.dtype, x.device)
+    _movement.steps = steps  # what the tests read
     return _movement
 
 
@@ -210,3 +211,159 @@ def gather(axis, generic):
             return generic(node, x, idx)
         return Tensor(CpuArray(out, shape, d.dtype), shape, x.dtype, x.device)
     return _gather
+
+
+def _f32_array(t, f32):
+    """``t``'s CpuArray where ``t`` is a float32 tensor of the C Cpu held in an array, else None."""
+    d = t._data
+    if t.dtype is f32 and type(d) is CpuArray and type(d.data) is array and type(t.device) is CpuC:
+        return d
+    return None
+
+
+def _at(d):
+    return d.data.buffer_info()[0] + 4 * d.offset
+
+
+def linear(transposed, generic):
+    """The call running ``x·W + b`` (``transposed``: W given as (out, in), a torch Linear's Gemm;
+    else (in, out), MatMul then Add) for a dense float32 ``x`` and a 1-d ``b`` on the C Cpu: the bias
+    rows and one accumulating ``emb_matmul``, as ``F.linear``'s fused path; ``generic(node, x, w, b)``
+    elsewhere."""
+    lib = ckernels.native()[0]
+    matmul, bias_rows, F32 = lib.emb_matmul, lib.emb_bias_rows_f32, lib.EMB_F32
+    f32 = ember.float32
+
+    def _linear(node, x, w, b):
+        xd, wd, bd = _f32_array(x, f32), _f32_array(w, f32), _f32_array(b, f32)
+        if xd is None or wd is None or bd is None or xd.strides is not None or bd.strides is not None \
+                or len(wd.shape) != 2 or len(bd.shape) != 1 or not xd.shape or w.device != x.device \
+                or b.device != x.device:
+            return generic(node, x, w, b)
+        outf, inf = wd.shape if transposed else wd.shape[::-1]
+        if xd.shape[-1] != inf or bd.shape[0] != outf or not inf or not outf:
+            return generic(node, x, w, b)
+        ws = wd.strides if wd.strides is not None else (wd.shape[1], 1)
+        rs, cs = (ws[1], ws[0]) if transposed else ws  # how W·[k, j] steps along k and along j
+        rows = len(xd.data) // inf
+        shape = xd.shape[:-1] + (outf,)
+        out = fresh("f", rows * outf)
+        if rows:
+            bias_rows(rows, outf, bd.data.buffer_info()[0], out.buffer_info()[0])
+            if matmul(F32, 0, 0, 0, 0, rows, outf, inf, xd.data.buffer_info()[0], inf, 1, _at(wd), rs, cs,
+                      out.buffer_info()[0], 1, threads()) < 0:
+                raise MemoryError("linear: the C kernels could not allocate their workspace")
+        return Tensor(CpuArray(out, shape, f32), shape, f32, x.device)
+    return _linear
+
+
+def layer_norm(n, eps, generic):
+    """The call running a LayerNormalization over the last dims (``n`` values each) of a dense
+    float32 tensor, with a dense weight and bias, on the C Cpu (``emb_layer_norm_f32``, as
+    ``F.layer_norm``'s fused path); ``generic(node, x, weight, bias)`` elsewhere."""
+    lib = ckernels.native()[0]
+    norm = lib.emb_layer_norm_f32
+    f32 = ember.float32
+    eps = float(eps)
+
+    def _layer_norm(node, x, weight, bias=None):
+        xd, wd = _f32_array(x, f32), _f32_array(weight, f32)
+        bd = _f32_array(bias, f32) if bias is not None else None
+        if xd is None or wd is None or bd is None or xd.strides is not None or wd.strides is not None \
+                or bd.strides is not None or len(wd.data) != n or len(bd.data) != n or not len(xd.data) \
+                or len(xd.data) % n or weight.device != x.device or bias.device != x.device:
+            return generic(node, x, weight, bias)
+        out = fresh("f", len(xd.data))
+        norm(len(xd.data) // n, n, xd.data.buffer_info()[0], wd.data.buffer_info()[0], bd.data.buffer_info()[0],
+             eps, out.buffer_info()[0], threads())
+        return Tensor(CpuArray(out, xd.shape, f32), x.shape, f32, x.device)
+    return _layer_norm
+
+
+def gelu(generic):
+    """The call running the erf GELU of a dense float32 tensor on the C Cpu (``emb_gelu_f32``, as
+    ``F.gelu``'s fused path); ``generic(node, x)`` elsewhere."""
+    lib = ckernels.native()[0]
+    gelu_, form = lib.emb_gelu_f32, lib.EMB_GELU_ERF
+    f32 = ember.float32
+
+    def _gelu(node, x):
+        xd = _f32_array(x, f32)
+        if xd is None or xd.strides is not None:
+            return generic(node, x)
+        n = len(xd.data)
+        out = fresh("f", n)
+        gelu_(form, n, xd.data.buffer_info()[0], out.buffer_info()[0], threads())
+        return Tensor(CpuArray(out, xd.shape, f32), x.shape, f32, x.device)
+    return _gelu
+
+
+UNARY = {"Tanh": "EMB_U_TANH", "Sigmoid": "EMB_U_SIGMOID", "Exp": "EMB_U_EXP", "Abs": "EMB_U_ABS",
+         "Neg": "EMB_U_NEG", "Sqrt": "EMB_U_SQRT"}
+BINARY = {"Add": "EMB_B_ADD", "Sub": "EMB_B_SUB", "Mul": "EMB_B_MUL"}
+
+
+def unary(op, generic):
+    """The call running the ONNX elementwise ``op`` (one of ``UNARY``) on a dense float32 tensor of
+    the C Cpu (``emb_unary``); ``generic(node, x)`` elsewhere."""
+    lib = ckernels.native()[0]
+    unary_, opc, F32 = lib.emb_unary, getattr(lib, UNARY[op]), lib.EMB_F32
+    f32 = ember.float32
+
+    def _unary(node, x):
+        xd = _f32_array(x, f32)
+        if xd is None or xd.strides is not None:
+            return generic(node, x)
+        n = len(xd.data)
+        out = fresh("f", n)
+        if unary_(opc, F32, n, xd.data.buffer_info()[0], out.buffer_info()[0], threads()) < 0:
+            return generic(node, x)
+        return Tensor(CpuArray(out, xd.shape, f32), x.shape, f32, x.device)
+    return _unary
+
+
+def binary(op, generic):
+    """The call running the ONNX ``op`` (one of ``BINARY``) on two float32 tensors of the C Cpu, their
+    shapes broadcast, read where they lie (``emb_binary`` with strides worked out once per pair of
+    layouts); ``generic(node, a, b)`` elsewhere."""
+    lib = ckernels.native()[0]
+    binary_, opc, F32 = lib.emb_binary, getattr(lib, BINARY[op]), lib.EMB_F32
+    f32 = ember.float32
+    plans = {}
+
+    def plan(da, db):
+        nd = max(len(da.shape), len(db.shape))
+        if nd > MAXDIM:
+            return False
+        sa, sb = ((1,) * (nd - len(d.shape)) + tuple(d.shape) for d in (da, db))
+        shape = []
+        for m, k in zip(sa, sb):
+            if m != k and m != 1 and k != 1:
+                return False
+            shape.append(max(m, k) if m and k else 0)
+        if not _numel(shape):
+            return False
+        steps = []
+        for d, s in ((da, sa), (db, sb)):
+            st = (0,) * (nd - len(d.shape)) + tuple(d.strides if d.strides is not None else dense(d.shape))
+            steps.append(array("q", (0 if n == 1 and m != 1 else t for n, m, t in zip(s, shape, st))))
+        shape = tuple(shape)
+        return nd, array("q", shape), steps[0], steps[1], _numel(shape), shape
+
+    def _binary(node, a, b):
+        da, db = _f32_array(a, f32), _f32_array(b, f32)
+        if da is None or db is None or a.device != b.device:
+            return generic(node, a, b)
+        key = (da.shape, da.strides, db.shape, db.strides)
+        p = plans.get(key)
+        if p is None:
+            p = plans[key] = plan(da, db)
+        if p is False:
+            return generic(node, a, b)
+        nd, sh, sa, sb, n, shape = p
+        out = fresh("f", n)
+        if binary_(opc, F32, nd, sh.buffer_info()[0], _at(da), sa.buffer_info()[0], _at(db), sb.buffer_info()[0],
+                   out.buffer_info()[0]) < 0:
+            return generic(node, a, b)
+        return Tensor(CpuArray(out, shape, f32), shape, f32, a.device)
+    return _binary
