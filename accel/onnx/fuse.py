@@ -405,7 +405,7 @@ def _scores(g, env, x, m2, chain, mask, p):
 
 # -- movement programs --------------------------------------------------------------------------------
 _RESHAPE, _PERMUTE, _NARROW = 0, 1, 2
-_MOVES = frozenset(("Reshape", "Squeeze", "Unsqueeze", "Flatten", "Transpose", "Gather"))
+_MOVES = frozenset(("Reshape", "Squeeze", "Unsqueeze", "Flatten", "Transpose", "Gather", "Slice"))
 
 
 def _program(c, ins, env):
@@ -431,7 +431,34 @@ def _program(c, ins, env):
         i = int(idx.item())
         i = i + x.shape[a] if i < 0 else i
         return [(_NARROW, a, i, 1), (_RESHAPE, tuple(y.shape))]
+    if op == "Slice":
+        return _slice_program(node, c[3], x.shape, y.shape)
     return [(_RESHAPE, tuple(y.shape))]
+
+
+def _slice_program(node, bound, shape, want):
+    """A Slice of constant bounds and unit steps as narrows (ONNX's clamping), or None."""
+    from .ops.util import ints
+    if node.opset >= 10:
+        starts, ends = ints(bound[1]), ints(bound[2])
+        axes = ints(bound[3]) if len(bound) > 3 else None
+        steps = ints(bound[4]) if len(bound) > 4 else None
+    else:
+        starts, ends, axes, steps = node.attr("starts"), node.attr("ends"), node.attr("axes"), None
+    if starts is None or ends is None or len(starts) != len(ends) or steps is not None and any(st != 1 for st in steps):
+        return None
+    axes = list(range(len(starts))) if axes is None else axes
+    shape, out = list(shape), []
+    for s, e, a in zip(starts, ends, axes):
+        a = a + len(shape) if a < 0 else a
+        if not 0 <= a < len(shape):
+            return None
+        lo, hi, _ = slice(max(min(s, 2 ** 62), -2 ** 62), max(min(e, 2 ** 62), -2 ** 62), 1).indices(shape[a])
+        if hi <= lo:
+            return None
+        out.append((_NARROW, a, lo, hi - lo))
+        shape[a] = hi - lo
+    return out if tuple(shape) == tuple(want) else None
 
 
 def _after(shape, st):
