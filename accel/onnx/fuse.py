@@ -137,16 +137,14 @@ def _checked_gather(c, ins, env):
     a = node.attr("axis", 0)
     a = a + x.dim() if a < 0 else a
     shape = tuple(y.shape)
-    from . import lower_c
-    if lower_c.applies(dev):
-        return (lower_c.gather(a, fn),) + c[1:]
 
     def _gather(node, x, idx):
         try:
             return x.index_select(a, idx.reshape(-1)).reshape(shape)
         except IndexOutOfRange:
             return fn(node, x, idx)
-    return (_gather,) + c[1:]
+    from . import lower_c
+    return (lower_c.gather(a, _gather) if lower_c.applies(dev) else _gather,) + c[1:]
 
 
 def _uses(names, protected):
