@@ -1,19 +1,24 @@
-"""A specialised replay's movement programs and attention on the C-backed Cpu, as C kernel calls.
+"""A specialised replay's calls on the C-backed Cpu, float32, as C kernel calls.
 
-``fuse.py`` rewrites a replay onto view programs and ``F.scaled_dot_product_attention``; through
-the frontend each view step costs a few microseconds of Python and the attention composite seven
-ops. On the C-backed Cpu those calls run here instead, with everything that depends only on the
-shapes and layouts of their inputs worked out once per layout (a replay sees the same ones every
-call, so that is once):
+``fuse.py`` rewrites a replay onto view programs, ``F.linear``, ``F.layer_norm``, ``F.gelu`` and
+``F.scaled_dot_product_attention``; through the frontend each view step costs a few microseconds of
+Python, each fused composite its checks, the attention composite seven ops. On the C-backed Cpu
+these calls (and the replay's plain elementwise ops) run here instead, with everything that depends
+only on the shapes and layouts of their inputs worked out once per layout (a replay sees the same
+ones every call):
 
 - a movement program becomes the view it ends as (shape, strides, offset of its source's
   buffer), with one ``emb_copy_nd`` where a reshape cannot be a view;
 - the attention ``softmax(q·kᵀ·scale)·v`` becomes two ``emb_matmul`` calls reading q, k and v
-  in place (strided), the scaling and ``emb_softmax_f32``: the kernels the composite runs, in its
-  order, so the values are the composite's bit for bit.
+  where they lie (strided), the scaling and ``emb_softmax_f32``;
+- a Gather of an int64 index, ``emb_copy_nd`` spreading the index then ``emb_gather``;
+- Linear/Gemm, LayerNormalization, GELU, Tanh and the like, Add/Sub/Mul (broadcast, strided):
+  the one kernel call each that the frontend's fused path or primitive makes.
 
-Anything else (another device or dtype, a list-backed array, a rank the kernels do not take, a
-mask) runs the call it replaces.
+Each runs the kernels the call it replaces runs, in its order, so the values are the same bit for
+bit. Anything else (another device or dtype, a list-backed array, a rank the kernels do not take,
+a non-dense input where the kernel wants a dense one, a mask, a bad index) runs that call
+(``generic``, kept on each as ``.generic``: a step capture records those, see graph.Replay).
 """
 from array import array
 
@@ -26,6 +31,8 @@ from ember.tensor import Tensor
 import ember
 
 from .fuse import _NARROW, _PERMUTE, _dense as dense, _view_strides
+
+PLANS = 16  # layouts a call keeps plans for: a replay's inputs have the same ones every call
 
 
 def applies(device):
@@ -97,6 +104,8 @@ def movement(steps, generic):
         key = (d.shape, d.strides, d.offset, len(buf))
         p = plans.get(key)
         if p is None:
+            if len(plans) >= PLANS:
+                plans.clear()
             p = plans[key] = plan(d, len(buf))
         if p is False:
             return generic(node, x)
@@ -144,6 +153,8 @@ def attention(scale, generic):
         key = (a.shape, a.strides, b.shape, b.strides, c.shape, c.strides)
         p = plans.get(key)
         if p is None:
+            if len(plans) >= PLANS:
+                plans.clear()
             p = plans[key] = plan(a, b, c)
         if p is False:
             return generic(node, q, k, v)
@@ -198,6 +209,8 @@ def gather(axis, generic):
         key = (d.shape, d.strides, d.offset, e.shape)
         p = plans.get(key)
         if p is None:
+            if len(plans) >= PLANS:
+                plans.clear()
             p = plans[key] = plan(d, e)
         if p is False:
             return generic(node, x, idx)
@@ -364,6 +377,8 @@ def binary(op, generic):
         key = (da.shape, da.strides, db.shape, db.strides)
         p = plans.get(key)
         if p is None:
+            if len(plans) >= PLANS:
+                plans.clear()
             p = plans[key] = plan(da, db)
         if p is False:
             return generic(node, a, b)

@@ -217,3 +217,12 @@ def test_a_step_capture_of_a_loaded_model_records_the_frontend_calls_and_replays
     assert step.stats.get("replayed", 0) >= 1, (step.stats, step.refused)
     assert np.array_equal(got, eager)
     np.testing.assert_allclose(got, ort(m, x)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_a_call_seeing_many_layouts_keeps_giving_the_right_values():
+    steps = ((1, (1, 0)), (0, (12,)))
+    call = lower_c.movement(steps, _view(steps))
+    big = np.arange(4 * 3 * (lower_c.PLANS + 4), dtype=np.float32).reshape(-1, 3)
+    for start in range(lower_c.PLANS + 4):  # each narrow a new offset: a new layout, plans dropped past PLANS
+        x = t(big).narrow(0, start, 4)
+        assert (call(None, x).numpy() == big[start:start + 4].T.reshape(12)).all()
