@@ -146,7 +146,7 @@ def attention(scale, generic):
     def _attention(node, q, k, v):
         a, b, c = q._data, k._data, v._data
         if q.dtype is not f32 or k.dtype is not f32 or v.dtype is not f32 or type(q.device) is not CpuC \
-                or k.device != q.device or v.device != q.device or type(a) is not CpuArray \
+                or _other(k.device, q.device) or _other(v.device, q.device) or type(a) is not CpuArray \
                 or type(b) is not CpuArray or type(c) is not CpuArray or type(a.data) is not array \
                 or type(b.data) is not array or type(c.data) is not array:
             return generic(node, q, k, v)
@@ -237,6 +237,11 @@ def _f32_array(t, f32):
     return None
 
 
+def _other(a, b):
+    """Whether devices ``a`` and ``b`` differ (the same object, the common case, without ``key()``)."""
+    return a is not b and a != b
+
+
 def _at(d):
     return d.data.buffer_info()[0] + 4 * d.offset
 
@@ -253,8 +258,8 @@ def linear(transposed, generic):
     def _linear(node, x, w, b):
         xd, wd, bd = _f32_array(x, f32), _f32_array(w, f32), _f32_array(b, f32)
         if xd is None or wd is None or bd is None or xd.strides is not None or bd.strides is not None \
-                or len(wd.shape) != 2 or len(bd.shape) != 1 or not xd.shape or w.device != x.device \
-                or b.device != x.device:
+                or len(wd.shape) != 2 or len(bd.shape) != 1 or not xd.shape or _other(w.device, x.device) \
+                or _other(b.device, x.device):
             return generic(node, x, w, b)
         outf, inf = wd.shape if transposed else wd.shape[::-1]
         if xd.shape[-1] != inf or bd.shape[0] != outf or not inf or not outf:
@@ -288,7 +293,7 @@ def layer_norm(n, eps, generic):
         bd = _f32_array(bias, f32) if bias is not None else None
         if xd is None or wd is None or bd is None or xd.strides is not None or wd.strides is not None \
                 or bd.strides is not None or len(wd.data) != n or len(bd.data) != n or not len(xd.data) \
-                or len(xd.data) % n or weight.device != x.device or bias.device != x.device:
+                or len(xd.data) % n or _other(weight.device, x.device) or _other(bias.device, x.device):
             return generic(node, x, weight, bias)
         out = fresh("f", len(xd.data))
         norm(len(xd.data) // n, n, xd.data.buffer_info()[0], wd.data.buffer_info()[0], bd.data.buffer_info()[0],
@@ -372,7 +377,7 @@ def binary(op, generic):
 
     def _binary(node, a, b):
         da, db = _f32_array(a, f32), _f32_array(b, f32)
-        if da is None or db is None or a.device != b.device:
+        if da is None or db is None or _other(a.device, b.device):
             return generic(node, a, b)
         key = (da.shape, da.strides, db.shape, db.strides)
         p = plans.get(key)
