@@ -117,7 +117,8 @@ def test_gather_reads_rows_and_leaves_negative_and_bad_indices_to_the_onnx_op():
         if (i >= x.shape[0]).any() or (i < -x.shape[0]).any():
             raise IndexOutOfRange("gather: index out of range")
         return t(np.take(x.numpy(), i, axis=0))
-    for axis, x, src in ((0, t(table), table), (1, t(table.T).permute((1, 0)), table), (0, t(table[:, :3]), table[:, :3])):
+    cases = ((0, t(table), table), (1, t(table.T).permute((1, 0)), table), (0, t(table[:, :3]), table[:, :3]))
+    for axis, x, src in cases:
         generic = Spy(onnx_gather if axis == 0 else lambda node, x, idx: t(np.take(x.numpy(), idx.numpy(), axis=1)))
         call = lower_c.gather(axis, generic)
         idx = np.array([[3, 0, 2], [2, 1, 1]], np.int64)
