@@ -348,3 +348,26 @@ def test_torch_qkv_split_shares_one_reshape_and_permute(batch):
     # reshape and permute, then each its narrow, reshape and permute
     own = [len(c[0].steps) for c in moves[1:]]
     assert own == ([1, 1, 1] if batch == 1 else [3, 3, 3]), own
+
+
+@pytest.mark.parametrize("device", DEVICES, ids=IDS)
+def test_a_constant_slice_with_unit_steps_is_a_view_program_and_a_stepped_one_stays(device):
+    """Slice(x, starts, ends, axes) of constants: ONNX's clamping (negative and past-the-end bounds),
+    as narrows joining the Transpose after it; with a step of 2 the Slice op runs as it is."""
+    def slice_model(steps):
+        inits = [numpy_helper.from_array(np.array(v, np.int64), nm)
+                 for nm, v in (("st", [1, -3]), ("en", [2 ** 40, -1]), ("ax", [0, -1]), ("sp", steps))]
+        nodes = [n("Relu", ["x"], ["r"]), n("Slice", ["r", "st", "en", "ax", "sp"], ["s"]),
+                 n("Transpose", ["s"], ["y"], perm=[1, 0, 2])]
+        return _model(nodes, [("x", [4, 3, 6])], inits=inits)
+    x = np.random.default_rng(4).standard_normal((4, 3, 6)).astype(np.float32)
+    xe = ember.from_numpy(x, device=device)
+    for steps, ops in (([1, 1], {"Relu:<lambda>": 1, "Transpose:_movement": 1}),
+                       ([1, 2], {"Relu:<lambda>": 1, "Slice:<lambda>": 1, "Transpose:_movement": 1})):
+        m = slice_model(steps)
+        model = load(m.SerializeToString(), device=device)
+        for _ in range(2):
+            np.testing.assert_array_equal(model(xe).numpy(), ort(m, x)[0])
+        replay = model._replays[next(iter(model._replays))]
+        got = Counter(c[1].op_type + ":" + c[0].__name__ for c in replay.generic or replay.calls)
+        assert got == Counter(ops), got
