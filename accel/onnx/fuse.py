@@ -15,9 +15,10 @@ from ember.errors import IndexOutOfRange
 
 from .graph import _identity
 
-def _linear_call():
-    """MatMul(x, w) + b as ``F.linear`` (one fused C call on the C-backed Cpu). ``w.T`` is a view
-    made again only when the weight is another tensor (a parameter set anew), not every call."""
+def _linear_call(device):
+    """MatMul(x, w) + b as ``F.linear`` (one fused C call on the C-backed Cpu, there straight from
+    lower_c.py). ``w.T`` is a view made again only when the weight is another tensor (a parameter
+    set anew), not every call."""
     held = [None, None]
 
     def _linear(node, x, w, b):
@@ -26,11 +27,17 @@ def _linear_call():
                 held[0], held[1] = w, w.T
             return F.linear(x, held[1], b)
         return ember.matmul(x, w) + b
-    return _linear
+    from . import lower_c
+    return lower_c.linear(False, _linear) if lower_c.applies(device) else _linear
 
 
 def _gelu(node, x):
     return F.gelu(x)
+
+
+def _gelu_call(device):
+    from . import lower_c
+    return lower_c.gelu(_gelu) if lower_c.applies(device) else _gelu
 
 
 def _scalar(t, want):
@@ -77,19 +84,34 @@ def _bound(c, ins, env):
     vals = [env.get(i) for i in ins]
     if any(v is None or not hasattr(v, "dtype") for v in vals):
         return c
+    from . import lower_c
+    lowered = lower_c.applies(c[2])
     if op == "Gemm" and len(vals) == 3:
         a, b, bias = vals
         if node.attr("transB", 0) and not node.attr("transA", 0) and node.attr("alpha", 1.0) == 1.0 \
                 and node.attr("beta", 1.0) == 1.0 and a.dim() == 2 and b.dim() == 2 and bias.dim() == 1 \
                 and bias.shape[0] == b.shape[0] and a.dtype == b.dtype == bias.dtype and a.dtype.kind == "f":
-            return (_gemm_linear,) + c[1:]
+            return (lower_c.linear(True, _gemm_linear) if lowered else _gemm_linear,) + c[1:]
     if op == "LayerNormalization" and len(vals) in (2, 3) and vals[0].dtype == ember.float32:
         x = vals[0]
         a = node.attr("axis", -1)
         ns = tuple(x.shape[a + x.dim() if a < 0 else a:])
         if all(tuple(v.shape) == ns for v in vals[1:]):
-            return (_layer_norm_call(ns, node.attr("epsilon", 1e-5)),) + c[1:]
+            fn = _layer_norm_call(ns, node.attr("epsilon", 1e-5))
+            if lowered:
+                fn = lower_c.layer_norm(_numel(ns), node.attr("epsilon", 1e-5), fn)
+            return (fn,) + c[1:]
+    if lowered and all(v.dtype == ember.float32 for v in vals) and (
+            op in lower_c.UNARY and len(vals) == 1 or op in lower_c.BINARY and len(vals) == 2):
+        return ((lower_c.unary if len(vals) == 1 else lower_c.binary)(op, c[0]),) + c[1:]
     return _checked_gather(c, ins, env)
+
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def _gemm_linear(node, a, b, c):
@@ -121,7 +143,8 @@ def _checked_gather(c, ins, env):
             return x.index_select(a, idx.reshape(-1)).reshape(shape)
         except IndexOutOfRange:
             return fn(node, x, idx)
-    return (_gather,) + c[1:]
+    from . import lower_c
+    return (lower_c.gather(a, _gather) if lower_c.applies(dev) else _gather,) + c[1:]
 
 
 def _uses(names, protected):
@@ -168,7 +191,7 @@ def _linear_gelu(calls, names, env, protected):
             args = [c[3][0], c[3][1], nb[3][names[nxt].index(b_name[0])]]
             srcs = tuple((j, n) for j, n in ((0, names[k][0]), (1, names[k][1]), (2, b_name[0]))
                          if args[j] is None)
-            replaced[nxt] = ((_linear_call(), nb[1], nb[2], args, srcs, nb[5], (), False),
+            replaced[nxt] = ((_linear_call(nb[2]), nb[1], nb[2], args, srcs, nb[5], (), False),
                              [names[k][0], names[k][1], b_name[0]])
             dead.add(k)
         elif op[k] == "Div" and _scalar(c[3][1], 2.0 ** 0.5) and names[k][0]:
@@ -199,7 +222,7 @@ def _linear_gelu(calls, names, env, protected):
             nh = calls[h]
             bound = [c[3][0]]
             srcs = ((0, x_name),) if bound[0] is None else ()
-            replaced[h] = ((_gelu, nh[1], nh[2], bound, srcs, nh[5], (), False), [x_name])
+            replaced[h] = ((_gelu_call(nh[2]), nh[1], nh[2], bound, srcs, nh[5], (), False), [x_name])
             dead.update(chain)
     return _keep(calls, names, replaced, dead)
 
@@ -233,7 +256,10 @@ def _number(t):
     return float(t.reshape(-1)[0].item())
 
 
-def _sdpa(scale, masked):
+def _sdpa(scale, masked, device):
+    from . import lower_c
+    if not masked and lower_c.applies(device):
+        return lower_c.attention(scale, _sdpa(scale, False, None))
     if masked:
         def _attention(node, q, k, v, mask):
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
@@ -371,13 +397,13 @@ def _scores(g, env, x, m2, chain, mask, p):
     ins = [q, k, v] + ([mask] if mask is not None else [])
     srcs = tuple((j, nm) for j, (nm, b) in enumerate(ins) if b is None)
     c2 = g.calls[m2]
-    call = (_sdpa(scale, mask is not None), c2[1], c2[2], [b for _, b in ins], srcs, c2[5], (), False)
+    call = (_sdpa(scale, mask is not None, c2[2]), c2[1], c2[2], [b for _, b in ins], srcs, c2[5], (), False)
     return m2, set(chain), (call, [nm for nm, _ in ins])
 
 
 # -- movement programs --------------------------------------------------------------------------------
 _RESHAPE, _PERMUTE, _NARROW = 0, 1, 2
-_MOVES = frozenset(("Reshape", "Squeeze", "Unsqueeze", "Flatten", "Transpose", "Gather"))
+_MOVES = frozenset(("Reshape", "Squeeze", "Unsqueeze", "Flatten", "Transpose", "Gather", "Slice"))
 
 
 def _program(c, ins, env):
@@ -403,7 +429,34 @@ def _program(c, ins, env):
         i = int(idx.item())
         i = i + x.shape[a] if i < 0 else i
         return [(_NARROW, a, i, 1), (_RESHAPE, tuple(y.shape))]
+    if op == "Slice":
+        return _slice_program(node, c[3], x.shape, y.shape)
     return [(_RESHAPE, tuple(y.shape))]
+
+
+def _slice_program(node, bound, shape, want):
+    """A Slice of constant bounds and unit steps as narrows (ONNX's clamping), or None."""
+    from .ops.util import ints
+    if node.opset >= 10:
+        starts, ends = ints(bound[1]), ints(bound[2])
+        axes = ints(bound[3]) if len(bound) > 3 else None
+        steps = ints(bound[4]) if len(bound) > 4 else None
+    else:
+        starts, ends, axes, steps = node.attr("starts"), node.attr("ends"), node.attr("axes"), None
+    if starts is None or ends is None or len(starts) != len(ends) or steps is not None and any(st != 1 for st in steps):
+        return None
+    axes = list(range(len(starts))) if axes is None else axes
+    shape, out = list(shape), []
+    for s, e, a in zip(starts, ends, axes):
+        a = a + len(shape) if a < 0 else a
+        if not 0 <= a < len(shape):
+            return None
+        lo, hi, _ = slice(max(min(s, 2 ** 62), -2 ** 62), max(min(e, 2 ** 62), -2 ** 62), 1).indices(shape[a])
+        if hi <= lo:
+            return None
+        out.append((_NARROW, a, lo, hi - lo))
+        shape[a] = hi - lo
+    return out if tuple(shape) == tuple(want) else None
 
 
 def _after(shape, st):
@@ -474,7 +527,15 @@ def _view(steps):
             else:
                 x = x.narrow(st[1], st[2], st[3])
         return x
+    _movement.steps = steps  # what the tests read
     return _movement
+
+
+def _view_call(steps, device):
+    """The call running ``steps``: as C kernel calls on the C-backed Cpu (lower_c.py), else ``_view``."""
+    from . import lower_c
+    generic = _view(steps)
+    return lower_c.movement(steps, generic) if lower_c.applies(device) else generic
 
 
 def _dense(shape):
@@ -660,7 +721,7 @@ def _movements(calls, names, env, protected):
         if k in shared:  # the view steps its readers share, made once
             src = runs[shared[k][0]][0]
             src = alias.get(src, src)
-            out_c.append((_view(shared[k][1]), c[1], c[2], [None], ((0, src),), c[5], (), False))
+            out_c.append((_view_call(shared[k][1], c[2]), c[1], c[2], [None], ((0, src),), c[5], (), False))
             out_n.append([src])
             continue
         if k in dead:
@@ -673,7 +734,7 @@ def _movements(calls, names, env, protected):
             if not steps and c[5][0] not in protected:
                 alias[c[5][0]] = src
                 continue
-            out_c.append((_view(steps), c[1], c[2], [None], ((0, src),), c[5], (), False))
+            out_c.append((_view_call(steps, c[2]), c[1], c[2], [None], ((0, src),), c[5], (), False))
             out_n.append([src])
             continue
         out_c.append(c[:4] + (tuple((j, alias.get(nm, nm)) for j, nm in c[4]),) + c[5:])

@@ -7,6 +7,8 @@ known: Constant, shape arithmetic, Shape of a value whose dims shape inference f
 whose condition is known (its branch is inlined). What stays is a list of ``Step``s that
 ``run_plan`` executes with ember ops on the inputs' device.
 """
+import sys
+
 import ember
 from ember.errors import ArgumentError, EmberError, RecordError
 
@@ -367,16 +369,27 @@ SHAPE_FROM_KNOWN = frozenset((
 
 
 class Replay:
-    """The plan specialised to one set of input shapes: ``run(env)`` executes the device steps."""
-    __slots__ = ("calls", "consts")
+    """The plan specialised to one set of input shapes: ``run(env)`` executes the device steps.
+    ``generic`` holds the same calls with lower_c.py's direct C kernel calls swapped back for the
+    frontend calls they replace: those are what a step capture (``ember.accel.compile``) records
+    while it traces (the direct calls make arrays outside the device's primitives, which it cannot
+    replay)."""
+    __slots__ = ("calls", "consts", "generic")
 
     def __init__(self, calls, consts):
         self.calls, self.consts = calls, consts
+        lowered = [c for c in calls if hasattr(c[0], "generic")]
+        self.generic = [(getattr(c[0], "generic", c[0]),) + c[1:] for c in calls] if lowered else None
 
     def run(self, env):
         node = None
+        calls = self.calls
+        if self.generic is not None:
+            trace = sys.modules.get("ember.accel.capture.trace")
+            if trace is not None and trace.current() is not None:
+                calls = self.generic
         try:  # one handler for the whole loop (a try per call costs more than a small op)
-            for fn, node, dev, args, srcs, outs, moves, scoped in self.calls:
+            for fn, node, dev, args, srcs, outs, moves, scoped in calls:
                 for k, name in srcs:
                     args[k] = env[name]
                 for k in moves:
