@@ -6,7 +6,7 @@
   ``Runtime.read`` (the path every ``.item()`` takes) and through wgpu-py's own map-and-wait; a
   tensor's ``.item()``; and PyTorch's ``synchronize`` and ``.item()`` on the same GPU.
 - **Read waits**: the step with a read under each of ``Runtime.read_wait``'s ways to wait
-  ("thread", "poll", "map-poll"), interleaved; and the host time of one replay split into its
+  ("thread", "poll"), interleaved; and the host time of one replay split into its
   native calls (encoder, pass, finish, submit).
 - **Per step** (MLP, LeNet-5, MNIST CNN at batch 64, on ``Autodiff(Wgpu())`` and
   ``Autodiff(Fusion(Wgpu()))``): the replay's dispatches; the host time of one replay (its command
@@ -254,7 +254,7 @@ def host_phases(dev, c, plan, n):
     return out
 
 
-MODES = ("thread", "poll", "map-poll")
+MODES = ("thread", "poll")
 
 
 def read_modes(dev, c, rounds):

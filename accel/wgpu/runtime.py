@@ -34,7 +34,7 @@ PARAM_WORDS = PARAM_BYTES // 4
 PARAM_CAPACITY = 1 << 22  # parameter bytes per submit: 16384 dispatches
 # submit after this many dispatches, so the GPU starts on a long queue while Python records the rest
 AUTO_FLUSH = int(os.environ.get("EMBER_WGPU_BATCH", "512"))
-READ_WAIT = os.environ.get("EMBER_WGPU_READ_WAIT", "thread")  # how a read waits (Runtime._map_read); bench/gpu_profile.py compares
+READ_WAIT = os.environ.get("EMBER_WGPU_READ_WAIT", "thread")  # how a read waits: "thread" or "poll" (Runtime._map_read)
 WORKGROUP = 256
 _MAX_BIND_GROUPS = 8192
 
@@ -423,21 +423,20 @@ class Runtime:
             return data[skip:skip + nbytes]
 
     def _map_read(self, staging, nbytes):
-        """Map ``staging`` for reading once the GPU has run what was submitted, as ``READ_WAIT``
+        """Map ``staging`` for reading once the GPU has run what was submitted, as ``read_wait``
         says: "thread" is wgpu-py's own wait (its poll thread runs the map callback and wakes this
-        one); "poll" first waits for the GPU on this thread (``wgpuDevicePoll(wait)``), then maps,
-        and a poll here runs the callback on this thread. The copy just submitted makes wgpu-py's
-        extra empty submit before a read mapping needless ("READ_NOSYNC")."""
-        if self.read_wait == "thread" or getattr(self.device, "_poll_wait", None) is None:
+        one); "poll" waits for the GPU on this thread (``wgpuDevicePoll(wait)``), then maps (the
+        copy just submitted makes wgpu-py's extra empty submit before a read mapping needless) and
+        a non-blocking poll runs the callback here. On the H200 (2026-12-02, bench/gpu_profile.py)
+        "poll" took a 4-byte read from 271 to 199 us, but captured training steps with a read per
+        step moved by -8 % to +4 %, so "thread" stays the default. (Mapping first and then waiting
+        on this thread, racing the poll thread, made those steps take 11 ms.)"""
+        if self.read_wait != "poll" or getattr(self.device, "_poll_wait", None) is None:
             staging.map_async("READ", 0, nbytes).sync_wait()
             return
-        if self.read_wait == "poll":
-            self.device._poll_wait()
-            promise = staging.map_async("READ_NOSYNC", 0, nbytes)
-            self.device._poll(False)
-        else:  # "map-poll": map first, then wait on this thread
-            promise = staging.map_async("READ_NOSYNC", 0, nbytes)
-            self.device._poll_wait()
+        self.device._poll_wait()
+        promise = staging.map_async("READ_NOSYNC", 0, nbytes)
+        self.device._poll(False)
         promise.sync_wait()
 
     def _staging_buffer(self, size):

@@ -396,3 +396,21 @@ def test_float64_math_is_accurate_far_from_zero(dev):
         for g, x in zip(got, xs):
             want = getattr(math, fn)(x)
             assert abs(g - want) <= 1e-13 * abs(want), (fn, x, g, want)
+
+
+@pytest.mark.parametrize("wait", ["thread", "poll"])
+def test_both_read_waits_read_what_the_queued_work_wrote(dev, wait):
+    rt = dev.rt
+    old = rt.read_wait
+    rt.read_wait = wait
+    try:
+        x = _t([1.0, 2.0, 3.0, 4.0], dev)
+        for _ in range(20):  # queued, not yet run, when the read comes
+            x = x * 2.0 + 1.0
+        want = [1.0, 2.0, 3.0, 4.0]
+        for _ in range(20):
+            want = [v * 2.0 + 1.0 for v in want]
+        assert x.tolist() == want
+        assert (x[2] - 1.0).item() == want[2] - 1.0
+    finally:
+        rt.read_wait = old
