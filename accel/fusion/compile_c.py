@@ -38,8 +38,8 @@ _ITEM = {"f": 4, "d": 8, "b": 1, "i": 4, "q": 8, "B": 1}
 _WORK_PER_THREAD = 1 << 17  # node evaluations: below this, threads cost more than they give
 _PLANS = 512  # layouts a compiler remembers (then it starts afresh)
 _warned = []
-_pool = []
-_cd = []  # ember.backends.cpu.cdevice, imported on first use
+_pool = None  # the address of emb_parallel (0: none), found on first use
+_cd = None  # ember.backends.cpu.cdevice, imported on first use
 
 
 def flags():
@@ -48,20 +48,22 @@ def flags():
 
 
 def _cdevice():
-    if not _cd:
+    global _cd
+    if _cd is None:
         from ember.backends.cpu import cdevice
-        _cd.append(cdevice)
-    return _cd[0]
+        _cd = cdevice
+    return _cd
 
 
 def _parallel():
     """The address of ember._ckernels' ``emb_parallel`` (its worker pool), or 0 without one."""
-    if not _pool:
+    global _pool
+    if _pool is None:
         try:
-            _pool.append(int(_cdevice()._lib.emb_parallel_addr()))
+            _pool = int(_cdevice()._lib.emb_parallel_addr())
         except (ImportError, AttributeError):
-            _pool.append(0)
-    return _pool[0]
+            _pool = 0
+    return _pool
 
 
 def _buffer(a):
