@@ -25,7 +25,7 @@ from array import array
 
 from ember.backends.cpu import ckernels, cstorage, pool
 from ember.backends.cpu.array import CpuArray
-from ember.backends.cpu.cstorage import Bools
+from ember.backends.cpu.cstorage import Bools, held
 
 from .plan import _resolve, _store, slots_in
 
@@ -223,12 +223,6 @@ def _pointer_args(ffi, fn):
     return [i for i, a in enumerate(ffi.typeof(fn).args) if a.cname == "uintptr_t"]
 
 
-def _stored(a):
-    """The buffer C reads for CpuArray ``a``: its array, or the bytes a bool result keeps (``Bools``)."""
-    d = a.data
-    return d.raw if type(d) is Bools else d
-
-
 def lower(plan, trace):
     """A ``LoweredPlan`` for ``plan`` (its entries as recorded kernel calls where they can be), or
     (None, why)."""
@@ -296,7 +290,7 @@ def _choose(plan, trace, rec, generic):
         slots_in(e.out, outs)
         for s in outs:
             a = trace.arrays[s]
-            if type(a) is not CpuArray or type(_stored(a)) is not array:
+            if type(a) is not CpuArray or type(held(a)) is not array:
                 ok = False
         for l in launches.get(e.index, ()):
             if not ok:
@@ -307,7 +301,7 @@ def _choose(plan, trace, rec, generic):
                     break
         if ok:
             for s in outs:
-                b = by_id.get(id(_stored(trace.arrays[s])))
+                b = by_id.get(id(held(trace.arrays[s])))
                 if b is None or b.kind == "made" and b.entry != e.index and not lowered.get(b.entry):
                     ok = False
         lowered[e.index] = ok
@@ -316,10 +310,10 @@ def _choose(plan, trace, rec, generic):
         else:  # its results' buffers come from the replayed call
             for s in outs:
                 a = trace.arrays[s]
-                if type(a) is CpuArray and type(_stored(a)) is array:
-                    b = by_id.get(id(_stored(a)))
+                if type(a) is CpuArray and type(held(a)) is array:
+                    b = by_id.get(id(held(a)))
                     if b is None:
-                        add(_stored(a), "result", slot=s)
+                        add(held(a), "result", slot=s)
                     elif b.kind == "made" and b.entry == e.index:
                         b.kind, b.slot = "result", s
     needed = set(plan.outputs)
@@ -399,7 +393,7 @@ class LoweredPlan:
                 outs = set()
                 slots_in(e.out, outs)
                 for s in sorted(outs):
-                    b = by_id.get(id(_stored(trace.arrays[s]))) if type(trace.arrays[s]) is CpuArray else None
+                    b = by_id.get(id(held(trace.arrays[s]))) if type(trace.arrays[s]) is CpuArray else None
                     if b is not None and b.kind == "result" and b.slot == s:
                         results.append((s, b.n, _layout(trace.arrays[s])))
                 self.steps.append((2, fn, e, tuple(results)))
@@ -478,7 +472,7 @@ class LoweredPlan:
                     a = slots[s]
                     if _layout(a) != layout:
                         raise ReplayError("%s gave another layout than at the recording" % e.name)
-                    addr[n] = _stored(a).buffer_info()[0]
+                    addr[n] = held(a).buffer_info()[0]
         for s, owned in self.outputs:
             if owned:
                 a = slots[s]

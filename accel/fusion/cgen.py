@@ -263,19 +263,24 @@ def _reduce_block(kernel, j, phase, classes, row_of, saved, stores):
                 + (" N |= (x != x);" if nan_lanes else ""))
     init_lines = ["for (l = 0; l < %d; l++) { L[l] = %s;%s }" % (LANES, init, " N[l] = 0;" if nan_lanes else "")]
 
+    at = _in_memory(kernel, phase.node, classes, saved, stores)
+
     def loops(stmts, guard):
         # a chunk of node values computed by a plain (vectorizable) loop, then folded into the
         # lanes by a second plain loop: the lanes are the only reassociation
         g = ["bad |= %s;" % " | ".join("(%s)" % f for f in flags)] if guard and flags else []
         # the last chunk is padded with the identity, so every element goes through the vector loops
         # a whole chunk runs a loop of constant trip count (vectorized with no prologue or
-        # epilogue); only the row's last, partial chunk a variable one
+        # epilogue); only the row's last, partial chunk a variable one. A whole chunk of values
+        # that lie in memory already (``at``) is folded from there: the same values in the same order
+        full = _indent(stmts + keep + ([] if at else ["T[q] = %s;" % v]) + g, 3)
         inner = _indent(stmts + keep + ["T[q] = %s;" % v] + g, 3)
         out = ["for (i0 = 0; i0 < n; i0 += %d) {" % CHUNK,
                "    %s T[%d];" % (CTYPE[src], CHUNK),
+               "    const %s *F = T;" % CTYPE[src],
                "    if (n - i0 >= %d) {" % CHUNK,
                "        for (fk_i q = 0; q < %d; q++) {" % CHUNK, "            fk_i i = i0 + q;"]
-        out += inner + ["        }", "    } else {",
+        out += full + ["        }"] + (["        F = %s + i0;" % at] if at else []) + ["    } else {",
                         "        const fk_i m = n - i0;",
                         "        for (fk_i q = 0; q < m; q++) {", "            fk_i i = i0 + q;"]
         out += inner + ["        }",
@@ -283,13 +288,13 @@ def _reduce_block(kernel, j, phase, classes, row_of, saved, stores):
         if op == "sum" and floats:
             # the chunk's values summed in float, lane by lane (each lane adds CHUNK / LANES of
             # them: a few roundings, far inside the tolerance), then once into the double lanes
-            out += ["    {", "        fk_vt x, y; memcpy(&x, T, sizeof x);",
-                    "        for (fk_i q = %d; q < %d; q += %d) { memcpy(&y, T + q, sizeof y); x += y; }"
+            out += ["    {", "        fk_vt x, y; memcpy(&x, F, sizeof x);",
+                    "        for (fk_i q = %d; q < %d; q += %d) { memcpy(&y, F + q, sizeof y); x += y; }"
                     % (LANES, CHUNK, LANES),
                     "        " + fold, "    }", "}"]
         else:
             out += ["    for (fk_i q = 0; q < %d; q += %d) {" % (CHUNK, LANES),
-                    "        fk_vt x; memcpy(&x, T + q, sizeof x);", "        " + fold, "    }", "}"]
+                    "        fk_vt x; memcpy(&x, F + q, sizeof x);", "        " + fold, "    }", "}"]
         return out
     out = ["{"] + _indent(decl + ["int bad = 0;", "fk_i i0, l;"] + init_lines + loops(fast, True), 1)
     if flags:
@@ -302,6 +307,17 @@ def _reduce_block(kernel, j, phase, classes, row_of, saved, stores):
                        ["        if (%s == 0) { row%d = %s; break; }" % (v, j, v), "    }", "}"], 1)
     out.append("}")
     return out
+
+
+def _in_memory(kernel, i, classes, saved, stores):
+    """Where node ``i``'s values along the row already lie contiguously in memory (a unit-stride
+    input, or its row scratch), as a C pointer expression; None when only computing gives them."""
+    node = kernel.nodes[i]
+    if i in saved or i in stores:
+        return "S%d" % i
+    if node[0] == "load" and classes[node[2]] == "c":
+        return "p%d" % node[2]
+    return None
 
 
 _SIZE = {"float": 4, "double": 8, "int8_t": 1, "int32_t": 4, "int64_t": 8, "uint8_t": 1, "uint64_t": 8}

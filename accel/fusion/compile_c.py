@@ -38,8 +38,8 @@ _ITEM = {"f": 4, "d": 8, "b": 1, "i": 4, "q": 8, "B": 1}
 _WORK_PER_THREAD = 1 << 17  # node evaluations: below this, threads cost more than they give
 _PLANS = 512  # layouts a compiler remembers (then it starts afresh)
 _warned = []
-_pool = []
-_cd = []  # ember.backends.cpu.cdevice, imported on first use
+_pool = None  # the address of emb_parallel (0: none), found on first use
+_cd = None  # ember.backends.cpu.cdevice, imported on first use
 
 
 def flags():
@@ -48,20 +48,22 @@ def flags():
 
 
 def _cdevice():
-    if not _cd:
+    global _cd
+    if _cd is None:
         from ember.backends.cpu import cdevice
-        _cd.append(cdevice)
-    return _cd[0]
+        _cd = cdevice
+    return _cd
 
 
 def _parallel():
     """The address of ember._ckernels' ``emb_parallel`` (its worker pool), or 0 without one."""
-    if not _pool:
+    global _pool
+    if _pool is None:
         try:
-            _pool.append(int(_cdevice()._lib.emb_parallel_addr()))
+            _pool = int(_cdevice()._lib.emb_parallel_addr())
         except (ImportError, AttributeError):
-            _pool.append(0)
-    return _pool[0]
+            _pool = 0
+    return _pool
 
 
 def _buffer(a):
@@ -179,6 +181,10 @@ class CCompiler:
         self._interpreter = Interpreter()
         self._verdicts = {}  # kernel.key -> None (compilable) or why not: kernels are checked once
         self._plans = {}  # (kernel.key, kind, space, strides) -> _Plan: a model's calls repeat their layouts
+        # the same for the kernel objects seen (a scheduler hands the same one for a repeated graph):
+        # looked up by identity, the large kernel.key is not hashed again on each call
+        self._known = {}  # id(kernel) -> kernel: checked, and compilable
+        self._known_plans = {}  # (id(kernel), kind, space, strides) -> (kernel, _Plan, lib)
 
     def layout(self, array_):
         return array_.layout() if type(array_) is CpuArray else None
@@ -210,13 +216,19 @@ class CCompiler:
         return cgen.source(kernel, (kind, classes, True), PRELUDE)
 
     def run(self, kernel, space, inputs):
-        key = getattr(kernel, "key", None)
-        if key is None or key not in self._verdicts:
-            check.kernel(kernel)  # raises saying what is malformed
+        known = self._known.get(id(kernel)) is kernel
+        if not known:
+            key = getattr(kernel, "key", None)
+            if key is None or key not in self._verdicts:
+                check.kernel(kernel)  # raises saying what is malformed
         check.run_args(kernel, space, inputs, lambda a: len(a.data), lambda a: getattr(a.dtype, "name", None))
         space = tuple(space)
-        if self._verdict(kernel) is not None or kernel.key in self._interpreted:
-            return self._interpreter.run(kernel, space, inputs)
+        if not known:
+            if self._verdict(kernel) is not None or kernel.key in self._interpreted:
+                return self._interpreter.run(kernel, space, inputs)
+            if len(self._known) >= _PLANS:
+                self._known.clear()
+            self._known[id(kernel)] = kernel
         if kernel.kind == "matmul":
             return self._matmul(kernel, space, inputs)
         outs = self._rows(kernel, space, inputs, None)
@@ -232,6 +244,8 @@ class CCompiler:
             except cache.BuildError as e:
                 _warn_once(e)
                 self._interpreted.add(kernel.key)
+                self._known.clear()
+                self._known_plans.clear()
                 return None
             self._modules[key] = lib
         return lib
@@ -242,15 +256,24 @@ class CCompiler:
         strides = [tuple(st) for _, st, _ in inputs] if kind == "row" else \
             [tuple(st) if k not in (kernel.a, kernel.b) else (0,) * kernel.rank
              for k, (_, st, _) in enumerate(inputs)]
-        plan = self._plan(kernel, kind, space, strides)
+        fast = (id(kernel), kind, space, tuple(strides))
+        known = self._known_plans.get(fast)
+        if known is not None and known[0] is kernel:
+            plan, lib = known[1], known[2]
+        else:
+            plan, lib = self._plan(kernel, kind, space, strides), None
         if not plan.fits or (plan.variant[0] == "rows" and plan.n == 0):
             return None  # the caller runs the interpreter
         outs = self._out_buffers(kernel, space)
         if plan.total == 0 or (plan.n == 0 and kernel.dim is None):
             return self._finish(kernel, space, outs)
-        lib = self._lib(kernel, plan.variant)
         if lib is None:
-            return None
+            lib = self._lib(kernel, plan.variant)
+            if lib is None:
+                return None
+            if len(self._known_plans) >= _PLANS:
+                self._known_plans.clear()
+            self._known_plans[fast] = (kernel, plan, lib)
         keep, addrs = [], []
         for k, (a, st, off) in enumerate(inputs):
             if acc is not None and k in (kernel.a, kernel.b):

@@ -56,6 +56,7 @@ class Fusion(Decorator):
         self.compiler = compiler or None
         self.max_pending = int(max_pending)
         self._recent = []  # weakrefs to the handles of recently recorded nodes
+        self.schedules = {}  # graph shape -> the kernel built for it (schedule.py)
 
     # -- the decorator protocol -------------------------------------------------------------------
     def wrap(self, value, shape, dtype):

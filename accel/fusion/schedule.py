@@ -21,6 +21,7 @@ from . import ir
 from .graph import ELEMENTWISE, Node, topo
 
 FUSABLE_REDUCES = ir.REDUCE_OPS
+SCHEDULES = 512  # graph shapes a device remembers (then it starts afresh)
 
 
 class Unfusable(Exception):
@@ -45,18 +46,100 @@ def _compute(device, node):
         return
     compiler = device.compiler
     if compiler is not None:
-        try:
-            builder = _Builder(device, node)
-            kernel, space, inputs, outputs = builder.build()
-        except Unfusable:
-            kernel = None
+        graph = _Graph(compiler, node)
+        known = device.schedules.get(graph.key) if graph.key is not None else None
+        if known is not None:
+            kernel, space, inputs, outputs, shapes = known.bind(graph)
+        else:
+            try:
+                builder = _Builder(device, node)
+                kernel, space, inputs, outputs = builder.build()
+                shapes = builder.output_shapes
+            except Unfusable:
+                kernel = None
+            if kernel is not None and graph.key is not None and not builder.computed:
+                known = _Schedule.of(graph, kernel, space, inputs, outputs, shapes)
+                if known is not None:
+                    if len(device.schedules) >= SCHEDULES:
+                        device.schedules.clear()
+                    device.schedules[graph.key] = known
         if kernel is not None:
             values = compiler.run(kernel, space, inputs)
             device._launched(kernel, space, inputs, compiler)
-            for n, v, shape in zip(outputs, values, builder.output_shapes):
+            for n, v, shape in zip(outputs, values, shapes):
                 n.set(v if shape == n.shape else inner.reshape(v, n.shape))
             return
     _eager(device, node)
+
+
+class _Graph:
+    """The pending graph below a root, named by its shape: ``key`` holds each pending node's op,
+    parameters, shape, dtype and whether the program holds it, with its arguments as positions in
+    ``nodes`` (the walk order) or in ``values`` (the computed arrays it reads, with their layouts).
+    Two graphs of one key build the same kernel, so a schedule found once is bound to the next
+    graph of that key without building it again (a model's calls repeat their graphs). ``key`` is
+    None for a graph holding a parameter that is not hashable."""
+
+    __slots__ = ("key", "nodes", "values")
+
+    def __init__(self, compiler, root):
+        self.nodes = nodes = topo(root)
+        at = {}
+        for i, n in enumerate(nodes):
+            at[id(n)] = i
+        self.values = values = []
+        value_at = {}
+        key = []
+        layout = compiler.layout
+        for n in nodes:
+            args = []
+            for a in n.args:
+                if type(a) is Node:
+                    if a.value is None:
+                        args.append(at[id(a)])
+                        continue
+                    v = a.value
+                    j = value_at.get(id(v))
+                    if j is None:
+                        j = value_at[id(v)] = len(values)
+                        values.append(v)
+                    args.append(("value", j, a.shape, a.dtype.name, layout(v)))
+                elif type(a) is float:
+                    args.append(("float", a.hex()))  # -0.0 and 0.0 are two graphs
+                else:
+                    args.append((type(a), a))  # 1, 1.0 and True are three graphs
+            key.append((n.op, n.shape, n.dtype.name, n.alive(), tuple(args)))
+        key = tuple(key)
+        try:
+            hash(key)
+        except TypeError:
+            key = None
+        self.key = key
+
+
+class _Schedule:
+    """A built kernel and how it binds to a graph of its key: ``inputs`` as (value position,
+    strides, offset), ``outputs`` as node positions."""
+
+    __slots__ = ("kernel", "space", "inputs", "outputs", "shapes")
+
+    @staticmethod
+    def of(graph, kernel, space, inputs, outputs, shapes):
+        """The schedule of a kernel built for ``graph``, or None when its arrays are not the graph's."""
+        value_at = dict((id(v), j) for j, v in enumerate(graph.values))
+        node_at = dict((id(n), i) for i, n in enumerate(graph.nodes))
+        if any(id(v) not in value_at for v, _, _ in inputs) or any(id(n) not in node_at for n in outputs):
+            return None
+        self = _Schedule()
+        self.kernel, self.space, self.shapes = kernel, space, shapes
+        self.inputs = [(value_at[id(v)], st, off) for v, st, off in inputs]
+        self.outputs = [node_at[id(n)] for n in outputs]
+        return self
+
+    def bind(self, graph):
+        values, nodes = graph.values, graph.nodes
+        return (self.kernel, self.space, [(values[j], st, off) for j, st, off in self.inputs],
+                [nodes[i] for i in self.outputs], self.shapes)
 
 
 def _eager(device, node):
@@ -153,6 +236,7 @@ class _Builder:
         self.output_nodes = []
         self.output_shapes = []  # what the compiler returns for each output (reshaped to the node's)
         self.matmul = None
+        self.computed = False  # True once a boundary ran a kernel of its own
 
     # -- choosing the kernel --------------------------------------------------------------------
     def build(self):
@@ -338,6 +422,7 @@ class _Builder:
         if type(node) is not Node:
             return node
         if node.value is None:
+            self.computed = True
             _compute(self.device, node)
         return node.value
 

@@ -443,6 +443,31 @@ def test_row_scratch_keeps_the_reduced_values(n):
         assert_same(got[j], w, TRANSCENDENTAL)
 
 
+
+@pytest.mark.skipif(len(COMPILERS) < 2, reason="no C compiler")
+@pytest.mark.parametrize("n", [128, 300, 1024])
+def test_reduce_folds_values_in_memory_in_the_same_order(n):
+    """A whole chunk of a reduce whose values lie in memory (a unit-stride input, the row scratch)
+    is folded from there: the same bits as the same values computed into the chunk buffer (an input
+    read at stride 3), and within tolerance of the pure Cpu."""
+    c = COMPILERS[1][1]
+    g = Graph(["float32"])
+    x = g.load(0)
+    e = g.unary("exp", g.binary("sub", x, g.row(0, "float32")))
+    s, t = g.row(1, "float32"), g.row(2, "float32")
+    k = g.rows(2, 1, [ir.Reduce("max", x, "float32"), ir.Reduce("sum", e, "float32"),
+                      ir.Reduce("sum", x, "float32"), ir.Map()],
+               [(g.binary("div", e, s), False), (s, True), (t, True), (g.row(0, "float32"), True)])
+    vals = floats(3 * n, 22, -20.0, 20.0, special=False)
+    rows = array(vals, (3, n), "float32")
+    cols = array([vals[r * n + i] for i in range(n) for r in range(3)], (n, 3), "float32")
+    got = c.run(k, (3, n), [item(rows)])
+    strided = c.run(k, (3, n), [(cols, (1, 3), 0)])
+    for j, (a, b) in enumerate(zip(got, strided)):
+        assert_same(a, b, None, "output %d" % j)
+    for j, w in enumerate(reference(k, (3, n), [item(rows)])):
+        assert_same(got[j], w, TRANSCENDENTAL, "output %d" % j)
+
 def _threaded_exp(c):
     """An exp over 1M floats on 2 threads (the kernel's share of work is large enough)."""
     from ember.backends.cpu import ckernels

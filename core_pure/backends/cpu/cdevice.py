@@ -23,7 +23,8 @@ from . import movement as _mv
 from . import reduce as _reduce
 from .array import CpuArray, numel, strides_for
 from .cstorage import CODES as _CODES, DT as _DT, LITTLE as _LITTLE
-from .cstorage import code as _code, contig as _contig, operand as _operand, q as _q, result as _result
+from .cstorage import code as _code, contig as _contig, held as _held, operand as _operand, q as _q
+from .cstorage import result as _result
 from .cstorage import scalar as _scalar, small as _small, stored as _stored, threads as _threads
 from .device import Cpu
 from .pool import fresh as _fresh
@@ -104,7 +105,7 @@ class CpuC(Cpu):
         if code is None or not _small(a.shape):
             return _stored(_mv.slice_assign(a, ranges, value))
         out = _contig(a)
-        if out is a.data or out is getattr(a.data, "raw", None):  # C writes into out
+        if out is _held(a):  # C writes into out
             out = out[:]
         strides = strides_for(a.shape)
         offset = 0
@@ -353,7 +354,7 @@ class CpuC(Cpu):
             wide = self.scatter(self.cast(x, f64), dim, index, self.cast(_contig_view(src), f64), mode)
             return self.cast(wide, f32)
         out = _contig(x)
-        if out is x.data or out is getattr(x.data, "raw", None):  # C writes into out: a copy, by C
+        if out is _held(x):  # C writes into out: a copy, by C
             data = out
             out = _fresh(code, len(data))
             if len(data):

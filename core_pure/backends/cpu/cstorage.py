@@ -60,6 +60,12 @@ class Bools(list):
     __slots__ = ("raw",)
 
 
+def held(a):
+    """The buffer ``a`` holds, as C sees it: ``a.data``, or the bytes a bool result keeps (``Bools``)."""
+    d = a.data
+    return d.raw if type(d) is Bools else d
+
+
 def native(a):
     """``a.data`` as an array C can read: shared when it already is one (or a ``Bools``' bytes; write
     to neither), else converted."""

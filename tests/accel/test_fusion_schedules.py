@@ -1,0 +1,123 @@
+"""Fusion's schedule cache: a pending graph of a shape seen before binds the kernel built for it
+(schedule.py ``_Graph``, ``_Schedule``) instead of being built again, and anything that changes the
+kernel (a held intermediate, a constant, an input's layout) names another graph.
+
+Each test runs with the interpreter over the pure Cpu and with generated C over the C-backed Cpu,
+and compares values with the same ops run unfused on the pure Cpu.
+"""
+import math
+
+import pytest
+
+import ember
+from ember.accel.fusion import Fusion, schedule
+
+CPU = ember.Cpu(kernels="python")
+
+
+def _interpreter():
+    return Fusion(ember.Cpu(kernels="python"))
+
+
+def _c():
+    try:
+        dev = ember.Cpu(kernels="c")
+    except ImportError as e:
+        pytest.skip("no C kernels here: %s" % e)
+    return Fusion(dev)
+
+
+@pytest.fixture(params=["interpreter", "c"])
+def dev(request):
+    return {"interpreter": _interpreter, "c": _c}[request.param]()
+
+
+@pytest.fixture
+def builds(monkeypatch):
+    """How many kernels the scheduler has built (not bound from its cache)."""
+    count = [0]
+    build = schedule._Builder.build
+
+    def counted(self):
+        count[0] += 1
+        return build(self)
+    monkeypatch.setattr(schedule._Builder, "build", counted)
+    return count
+
+
+def data(shape, seed):
+    ember.seed(seed)
+    return ember.randn(*shape, device=CPU)
+
+
+def softmax(x):
+    m = x.max(-1, keepdim=True)[0]
+    e = (x - m).exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+def close(a, b, tol=2e-6):
+    fa, fb = a.reshape(-1).tolist(), b.reshape(-1).tolist()
+    assert len(fa) == len(fb)
+    for u, v in zip(fa, fb):
+        assert abs(u - v) <= tol * (1 + abs(v)), (u, v)
+
+
+def test_a_repeated_graph_is_built_once(dev, builds):
+    for seed in range(4):
+        x = data((6, 40), seed)
+        close(softmax(x.to(dev)), softmax(x))
+    assert builds[0] == 1 and len(dev.schedules) == 1
+
+
+def test_another_size_is_another_graph(dev, builds):
+    for shape in ((6, 40), (3, 40), (6, 40)):
+        x = data(shape, 1)
+        close(softmax(x.to(dev)), softmax(x))
+    assert builds[0] == 2
+
+
+def test_a_held_intermediate_is_another_graph(dev):
+    x = data((5, 33), 2)
+    m = x.max(-1, keepdim=True)[0]
+    want_e = (x - m).exp()
+    want = want_e / want_e.sum(-1, keepdim=True)
+    for keep in (True, False, True, False):
+        v = x.to(dev)
+        mm = v.max(-1, keepdim=True)[0]
+        e = (v - mm).exp()
+        y = e / e.sum(-1, keepdim=True)
+        if not keep:
+            del e
+        close(y, want)
+        if keep:
+            close(e, want_e)  # written by the kernel that computed y
+    assert len(dev.schedules) == 2
+
+
+def test_signed_zero_constants_are_two_graphs(dev):
+    # compared equal (0.0 == -0.0), the two would share a schedule and give one zero for both
+    x = data((4, 9), 3).to(dev)
+    keys = []
+    for c in (0.0, -0.0):
+        y = x * c
+        keys.append(schedule._Graph(dev.compiler, y._data.node).key)
+        del y
+    assert keys[0] != keys[1]
+
+
+def test_an_input_layout_is_part_of_the_graph(dev):
+    x = data((7, 12), 4)
+    for view in (False, True, False, True):
+        v = x.to(dev)
+        if view:
+            v = v.permute(1, 0)
+        close(softmax(v), softmax(x.permute(1, 0) if view else x))
+
+
+def test_graphs_with_a_boundary_stay_right(dev):
+    # the root reads a reduce of a reduce: the inner one is computed first, by a kernel of its own
+    for seed in range(3):
+        x = data((5, 8), seed)
+        f = lambda v: (v - v.sum(-1, keepdim=True).max(0, keepdim=True)[0]).exp()
+        close(f(x.to(dev)), f(x), 1e-5)
