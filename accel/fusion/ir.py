@@ -151,7 +151,7 @@ class RowKernel:
         self.nodes = tuple(nodes)
         self.phases = tuple(phases)
         self.outputs = tuple(outputs)
-        self.key = ("row", rank, dim, self.inputs, self.nodes, tuple(p.key() for p in self.phases),
+        self.key = ("row", rank, dim, self.inputs, _keyed(self.nodes), tuple(p.key() for p in self.phases),
                     self.outputs)
 
     def __eq__(self, other):
@@ -159,6 +159,19 @@ class RowKernel:
 
     def __hash__(self):
         return hash(self.key)
+
+
+def _keyed(nodes):
+    """``nodes`` with each constant's value as its type and exact bits: kernels of ``x * 0.0`` and
+    ``x * -0.0`` (equal as floats) are two kernels, as are those of ``1``, ``1.0`` and ``True``, and
+    a nan constant keys like itself."""
+    out = []
+    for n in nodes:
+        if n[0] == "const":
+            v = n[2]
+            n = n[:2] + (("float", v.hex()) if type(v) is float else (type(v).__name__, v),) + n[3:]
+        out.append(n)
+    return tuple(out)
 
 
 class MatmulKernel:
@@ -178,7 +191,7 @@ class MatmulKernel:
         self.inputs = tuple(inputs)
         self.nodes = tuple(nodes)
         self.outputs = tuple(outputs)
-        self.key = ("matmul", rank, a, b, acc_dtype, self.inputs, self.nodes, self.outputs)
+        self.key = ("matmul", rank, a, b, acc_dtype, self.inputs, _keyed(self.nodes), self.outputs)
 
     def __eq__(self, other):
         return type(other) is MatmulKernel and other.key == self.key

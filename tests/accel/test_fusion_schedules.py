@@ -121,3 +121,18 @@ def test_graphs_with_a_boundary_stay_right(dev):
         x = data((5, 8), seed)
         f = lambda v: (v - v.sum(-1, keepdim=True).max(0, keepdim=True)[0]).exp()
         close(f(x.to(dev)), f(x), 1e-5)
+
+
+def test_equal_constants_of_other_bits_or_types_are_other_kernels(dev):
+    # a kernel's key holds each constant's type and bits (ir._keyed): x * 0.0 then x * -0.0 must
+    # not share the first one's compiled code (float equality says 0.0 == -0.0)
+    x = ember.ones(4, device=dev)
+    assert [math.copysign(1.0, v) for v in (x * 0.0).tolist()] == [1.0] * 4
+    assert [math.copysign(1.0, v) for v in (x * -0.0).tolist()] == [-1.0] * 4
+    i = ember.ones(3, dtype=ember.int32, device=dev)
+    assert (i + 1).tolist() == [2, 2, 2] and (i + 1).dtype is ember.int32
+    assert (i + True).tolist() == [2, 2, 2]
+    assert (i + 1.5).tolist() == [2.5, 2.5, 2.5]
+    nan = float("nan")
+    for _ in range(2):  # a nan constant keys like itself: the second call finds the first kernel
+        assert all(v != v for v in (x + nan).tolist())
