@@ -30,7 +30,7 @@ from ember.backends.cpu.pool import fresh
 from ember.tensor import Tensor
 import ember
 
-from .fuse import _NARROW, _PERMUTE, _dense as dense, _view_strides
+from .fuse import _NARROW, _PERMUTE, _dense as dense, _numel, _view_strides
 
 PLANS = 16  # layouts a call keeps plans for: a replay's inputs have the same ones every call
 
@@ -45,11 +45,12 @@ def _is_dense(shape, strides):
     return all(s == t for n, s, t in zip(shape, strides, dense(shape)) if n != 1)
 
 
-def _numel(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+def _keep(plans, key, plan):
+    """``plans[key] = plan``, the table started afresh when it holds ``PLANS`` layouts already."""
+    if len(plans) >= PLANS:
+        plans.clear()
+    plans[key] = plan
+    return plan
 
 
 def _layout(shape, strides, offset, steps):
@@ -104,9 +105,7 @@ def movement(steps, generic):
         key = (d.shape, d.strides, d.offset, len(buf))
         p = plans.get(key)
         if p is None:
-            if len(plans) >= PLANS:
-                plans.clear()
-            p = plans[key] = plan(d, len(buf))
+            p = _keep(plans, key, plan(d, len(buf)))
         if p is False:
             return generic(node, x)
         copies, shape, strides, offset = p
@@ -153,9 +152,7 @@ def attention(scale, generic):
         key = (a.shape, a.strides, b.shape, b.strides, c.shape, c.strides)
         p = plans.get(key)
         if p is None:
-            if len(plans) >= PLANS:
-                plans.clear()
-            p = plans[key] = plan(a, b, c)
+            p = _keep(plans, key, plan(a, b, c))
         if p is False:
             return generic(node, q, k, v)
         nb, bs, sqa, ska, spa, sva, L, S, E, Ev, (qr, qc), (kr, kc), (vr, vc), rows, shape = p
@@ -209,9 +206,7 @@ def gather(axis, generic):
         key = (d.shape, d.strides, d.offset, e.shape)
         p = plans.get(key)
         if p is None:
-            if len(plans) >= PLANS:
-                plans.clear()
-            p = plans[key] = plan(d, e)
+            p = _keep(plans, key, plan(d, e))
         if p is False:
             return generic(node, x, idx)
         nd, n, spread, picks, out_strides, strides, offset, size, shape = p
@@ -382,9 +377,7 @@ def binary(op, generic):
         key = (da.shape, da.strides, db.shape, db.strides)
         p = plans.get(key)
         if p is None:
-            if len(plans) >= PLANS:
-                plans.clear()
-            p = plans[key] = plan(da, db)
+            p = _keep(plans, key, plan(da, db))
         if p is False:
             return generic(node, a, b)
         nd, sh, sa, sb, n, shape = p
