@@ -11,8 +11,9 @@ captured (``ember.accel.compile``: recorded once, replayed). ember runs on
 forward, ``cross_entropy``, ``backward()``, ``torch.optim.SGD.step()``. Both start from the same
 weights and data; one step is compared before timing.
 
-``--backend auto`` takes the fastest CPU backend there is: the NumPy device when numpy is
-installed, else the Cpu device (with its C kernels when they are built). numpy's BLAS and PyTorch
+``--backend auto`` takes the fastest CPU backend there is: the Cpu device with its C kernels when
+they are built (its captured step runs as one C loop), else the NumPy device when numpy is
+installed, else the pure-Python Cpu. numpy's BLAS and PyTorch
 get the same thread count (``--threads``, default 1), set before either library loads.
 
 Timing copes with a noisy machine: each cell is a batch of steps lasting about ``--target``
@@ -88,21 +89,26 @@ def torch_model(torch, name):
 # -- backends ------------------------------------------------------------------------------------------
 
 def pick_backend(choice):
-    """(name, device, note): the NumPy device when numpy is there (auto), else the Cpu device;
-    ``torch`` is ``Torch("cpu")`` (ember's frontend and autodiff over torch's kernels)."""
+    """(name, device, note): for auto the C-backed Cpu when its kernels are built, else the NumPy
+    device when numpy is there, else the pure-Python Cpu; ``torch`` is ``Torch("cpu")`` (ember's
+    frontend and autodiff over torch's kernels)."""
     if choice == "torch":
         from ember.accel.torch import Torch
         return "torch", Torch("cpu"), ""
+    note = ""
+    if choice == "auto":
+        try:
+            return "cpu-c", ember.Cpu(kernels="c"), ""
+        except ImportError as e:
+            note = "C kernels unavailable (%s)" % e
     if choice in ("auto", "numpy"):
         try:
             from ember.accel.numpy import NumPy
-            return "numpy", NumPy(), ""
+            return "numpy", NumPy(), note
         except ImportError as e:
             if choice == "numpy":
                 sys.exit("--backend numpy: %s" % e)
-            note = "NumPy device unavailable (%s)" % e
-    else:
-        note = ""
+            note += "; NumPy device unavailable (%s)" % e
     return "cpu", ember.Cpu(), note
 
 
@@ -230,7 +236,7 @@ def main():
             for name in models}
     print("ember train step beside PyTorch %s (CPU, %d thread%s); ember backend: Autodiff(%s)%s"
           % (torch.__version__, THREADS, "" if THREADS == 1 else "s", inner, " -- " + note if note else ""))
-    if backend_name == "cpu":
+    if getattr(inner, "kernels", None) == "python":
         print("warning: the pure-Python Cpu backend needs seconds per step; expect a slow run")
 
     cells, checks, compiled = {}, {}, {}

@@ -225,8 +225,10 @@ class Compiled:
             return None, bad[0]
         outs = [o for o in leaves(res) if type(o) is OutTensor] + [o for _, _, o in state_out]
         plan = Plan(trace, [o.i for o in outs])
-        # (input slot, output slot) of each holder the step replaced: a lowering may update it in place
-        plan.state_in = [(trace.inputs[pos], o.i) for pos, _, o in state_out] if self.inplace else []
+        # (input slot, output slot) of each holder the step replaced: a lowering may update it in
+        # place (state_in, when asked to) or keep old and new state in buffers that take turns
+        plan.state_pairs = [(trace.inputs[pos], o.i) for pos, _, o in state_out]
+        plan.state_in = plan.state_pairs if self.inplace else []
         why = self._check(plan, trace, arrays, outs)
         if why:
             return None, why

@@ -16,8 +16,9 @@ over their prepared int64 arguments, the few that change patched in place per re
 
 Replays check each kernel's status against the recording's (an out-of-range index) and the
 layout of every input; a difference raises ``ReplayError`` and the step runs eagerly instead.
-Results that live in a buffer the plan owns are copied out, so a tensor the step returned is never
-overwritten by the next replay.
+A result that lives in a buffer the plan owns takes that buffer with it, and the next replay writes a
+spare one (``pool.reuse``): a tensor the step returned is never overwritten, and nothing is copied
+(the old state's buffer is free again once the new state has replaced it).
 """
 import sys
 from _thread import get_ident as _thread_id
@@ -171,6 +172,19 @@ class _Buffer:
         self.kind = kind  # "input", "result" (of a generic entry), "const", "made"
         self.slot = slot  # input/result: the array slot whose .data it is at a replay
         self.entry = entry
+
+
+class _Handed:
+    """A result slot over a handed-over buffer: a CpuArray over that buffer as it is at the replay."""
+
+    __slots__ = ("n", "shape", "dtype", "strides", "offset")
+
+    def __init__(self, n, shape, dtype, strides, offset):
+        self.n = n
+        self.shape = shape
+        self.dtype = dtype
+        self.strides = strides
+        self.offset = offset
 
 
 def _segments(steps):
@@ -343,6 +357,20 @@ class LoweredPlan:
         self.owned = owned
         self.kept = [b.arr for b in buffers if b.kind == "const"]  # their addresses are baked in
         self.dynamic = [(b.n, b.slot) for b in buffers if b.kind == "input"]
+        # The buffers the step's results live in are handed over with the results, not copied: the
+        # next replay writes a spare (the old state's buffer is free again once the step's new state
+        # has replaced it), so their addresses are patched like inputs'
+        handed = set()
+        for s in plan.outputs:
+            a = trace.arrays[s]
+            b = by_id.get(id(a.data)) if type(a) is CpuArray else None
+            if b is not None and b.kind == "made":
+                handed.add(b.n)
+        self.handed = tuple(sorted(handed))
+        self.spares = {n: [owned[n]] for n in handed}
+
+        def fixed(b):  # an address baked into the prepared arguments
+            return b.kind == "const" or b.kind == "made" and b.n not in handed
 
         def array_of(s):
             # how slot s is made at a replay: a fixed CpuArray over a buffer the plan holds, or
@@ -352,6 +380,8 @@ class LoweredPlan:
             if b is None:
                 return None
             if b.kind == "made":
+                if b.n in handed:
+                    return _Handed(b.n, a.shape, a.dtype, a.strides, a.offset)
                 return CpuArray(owned[b.n], a.shape, a.dtype, a.strides, a.offset)
             if b.kind == "const":
                 return a
@@ -372,12 +402,12 @@ class LoweredPlan:
                             for k, o in enumerate(tables[id(b.arr)]):
                                 if o is not None:
                                     t = by_id[id(o[0])]
-                                    if t.kind in ("made", "const"):
+                                    if fixed(t):
                                         own[k] = self.addr[t.n] + o[1]
                                     else:
                                         rows.append((own, k, t.n, o[1]))
                             args[pos] = own.buffer_info()[0] + off
-                        elif b.kind in ("made", "const"):
+                        elif fixed(b):
                             args[pos] = self.addr[b.n] + off
                         else:
                             patches.append((pos, b.n, off))
@@ -398,11 +428,6 @@ class LoweredPlan:
                         results.append((s, b.n, _layout(trace.arrays[s])))
                 self.steps.append((2, fn, e, tuple(results)))
         self.steps = _segments(self.steps)
-        self.outputs = []
-        for s in plan.outputs:
-            a = trace.arrays[s]
-            b = by_id.get(id(a.data)) if type(a) is CpuArray else None
-            self.outputs.append((s, b is not None and b.kind == "made"))
         self.feeds = {}
         for s in plan.feeds:
             a = trace.arrays[s]
@@ -427,6 +452,11 @@ class LoweredPlan:
         if host:
             self.run_host()
         addr = self.addr
+        owned, spares = self.owned, self.spares
+        for n in self.handed:  # the last replay's results keep their buffers: write a spare
+            old = owned[n]
+            new = owned[n] = pool.reuse(spares[n], old.typecode, len(old))
+            addr[n] = new.buffer_info()[0]
         slots = list(self.plan.template)
         for i, a, layout in zip(self.inputs, arrays, self.layouts):
             if _layout(a) != layout:
@@ -457,9 +487,12 @@ class LoweredPlan:
                     raise ReplayError("%s reported what its recording did not" % names[bad])
             elif kind == 1:
                 _, s, made = step
-                if type(made) is tuple:
+                t = type(made)
+                if t is tuple:
                     src, shape, dtype, strides, offset = made
                     made = CpuArray(slots[src].data, shape, dtype, strides, offset)
+                elif t is _Handed:
+                    made = CpuArray(self.owned[made.n], made.shape, made.dtype, made.strides, made.offset)
                 slots[s] = made
             else:
                 _, fn, e, results = step
@@ -473,8 +506,4 @@ class LoweredPlan:
                     if _layout(a) != layout:
                         raise ReplayError("%s gave another layout than at the recording" % e.name)
                     addr[n] = held(a).buffer_info()[0]
-        for s, owned in self.outputs:
-            if owned:
-                a = slots[s]
-                slots[s] = CpuArray(a.data[:], a.shape, a.dtype, a.strides, a.offset)
         return slots

@@ -10,6 +10,8 @@ tensor the step returned is never overwritten by the next replay), and one ``sub
 run again before it (the generator advances; their new values are copied where the dispatches read
 them). Index checks the kernels made are armed again, so the next read raises as after an eager step.
 """
+import sys
+
 from ember.accel.wgpu import index as _index
 from ember.accel.wgpu import runtime as _runtime
 from ember.accel.wgpu.arrays import WArray
@@ -135,6 +137,69 @@ def lower(plan, trace):
     return WgpuPlan(plan, trace, private, rec, outputs, slots, draws), None
 
 
+def _most_refs(blocks):
+    most = 0
+    for b in blocks:
+        n = sys.getrefcount(b)
+        if n > most:
+            most = n
+    return most
+
+
+# what _most_refs finds for blocks that only a list holds (None: reference counts are unknown)
+_ALONE = _most_refs([object()]) if hasattr(sys, "getrefcount") else None
+
+
+class _Bank:
+    """One of the two sets of blocks a step's new state takes turns in: a replay in bank k reads the
+    state from the other bank's blocks and writes its own, so no state is copied in or out."""
+
+    __slots__ = ("blocks", "steps")
+
+    def __init__(self, blocks, steps):
+        self.blocks = blocks
+        self.steps = steps
+
+
+def _banks(wp, plan, outputs):
+    """(two _Banks, [(input index, output slot)] of the state), or None where the state cannot take
+    turns: no state, or a block that is part of a larger buffer or shared by two arrays."""
+    pairs = getattr(plan, "state_pairs", ())
+    if not pairs or _ALONE is None:
+        return None
+    out_of = dict(outputs)
+    where = {s: j for j, s in enumerate(plan.inputs)}
+    state, seen = [], set()
+
+    def whole(block):
+        return block.offset == 0 and block.buffer.page is None and id(block.buffer) not in seen
+
+    for i, o in pairs:
+        j, a = where.get(i), out_of.get(o)
+        if j is None or a is None or not _contiguous(a):
+            return None
+        for block in (wp.private[j].block, a.block):
+            if not whole(block):
+                return None
+            seen.add(id(block.buffer))
+        state.append((j, o))
+    news = {o for _, o in pairs}
+    if any(id(a.block.buffer) in seen for s, a in outputs if s not in news):
+        return None
+    mem = wp.base.mem
+    blocks = [[mem.alloc(out_of[o].block.size) for _, o in state] for _ in range(2)]
+    if not all(whole(b) for bank in blocks for b in bank):
+        return None
+    banks = []
+    for k in range(2):
+        sub = {}
+        for (j, o), mine, other in zip(state, blocks[k], blocks[1 - k]):
+            sub[id(wp.private[j].block.buffer)] = other.buffer
+            sub[id(out_of[o].block.buffer)] = mine.buffer
+        banks.append(_Bank(blocks[k], wp._steps(sub)))
+    return banks, state
+
+
 def _copy(rt, pairs):
     with rt.lock:
         rt.flush()
@@ -173,6 +238,7 @@ class WgpuPlan:
         self.writes = rec.writes
         self.errors = rec.errors
         self.outputs = outputs
+        self.outputs_of = dict(outputs)
         self.draws = [(dev.random, e.args, a, _nbytes(a, dev)) for e, a in draws]
         self.nslots = plan.nslots
         n = len(rec.dispatches)
@@ -180,12 +246,29 @@ class WgpuPlan:
         import wgpu
         self.params = rt.device.create_buffer(size=size, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST)
         staging = bytearray(size)
-        groups_max = rt.max_groups
-        self.steps = []
-        bind_groups = {}
         for k, (entry, buffers, words, groups) in enumerate(rec.dispatches):
-            offset = k * _runtime.PARAM_BYTES
-            _runtime._packer(len(words))(staging, offset, *words)
+            _runtime._packer(len(words))(staging, k * _runtime.PARAM_BYTES, *words)
+        rt.queue.write_buffer(self.params, 0, staging, 0, size)
+        self.bind_groups = {}
+        self.dispatches = rec.dispatches
+        self.steps = self._steps({})
+        self.banks = _banks(self, plan, outputs)
+        self.feeds = {}
+        for s in plan.feeds:
+            a = plan.template[s]
+            if type(a) is not WArray:
+                raise ReplayError("a feed that is not a device array")
+            self.feeds[s] = a
+
+    def _steps(self, sub):
+        """(pipeline, bind group, parameter offset, workgroups) of each recorded dispatch, its
+        buffers replaced as ``sub`` ({id(buffer): buffer}) says."""
+        rt = self.base.rt
+        groups_max = rt.max_groups
+        bind_groups = self.bind_groups
+        steps = []
+        for k, (entry, buffers, words, groups) in enumerate(self.dispatches):
+            buffers = tuple(sub.get(id(b), b) for b in buffers)
             readonly = entry[2]
             key = (readonly,) + buffers
             bg = bind_groups.get(key)
@@ -203,15 +286,8 @@ class WgpuPlan:
                     gx = (groups + gy - 1) // gy
             else:
                 gx, gy, gz = groups
-            self.steps.append((entry[0], bg, offset, gx, gy, gz))
-        self.bind_groups = bind_groups
-        rt.queue.write_buffer(self.params, 0, staging, 0, size)
-        self.feeds = {}
-        for s in plan.feeds:
-            a = plan.template[s]
-            if type(a) is not WArray:
-                raise ReplayError("a feed that is not a device array")
-            self.feeds[s] = a
+            steps.append((entry[0], bg, k * _runtime.PARAM_BYTES, gx, gy, gz))
+        return steps
 
     def run_host(self):
         plan = self.plan
@@ -227,6 +303,22 @@ class WgpuPlan:
                 data = dev._pack(dtypes.round_values(list(v) if type(v) in (list, tuple) else [v], dtype), dtype)
                 dev.rt.write(a.block.buffer, a.block.offset, data + bytes(-len(data) % 4))
 
+    def _turn(self, arrays):
+        """(the bank this replay writes, or None, and the bank to copy the new state into, or None):
+        a replay writes bank k when the state it reads is the other bank's and nothing holds bank
+        k's blocks any more (the tensors of two replays ago are gone)."""
+        banks, state = self.banks
+        first = arrays[state[0][0]].block
+        for k in (0, 1):
+            other = banks[1 - k].blocks
+            if first is other[0] and _most_refs(banks[k].blocks) <= _ALONE:
+                if all(arrays[j].block is b for (j, _), b in zip(state, other)):
+                    return k, None
+        for k in (0, 1):  # the state is elsewhere (the eager steps'): copied in, and out to a free bank
+            if _most_refs(banks[k].blocks) <= _ALONE:
+                return None, k
+        return None, None
+
     def run(self, arrays, host=True):
         for a, (shape, dtype) in zip(arrays, self.layouts):
             if not _contiguous(a) or a.shape != shape or a.dtype is not dtype:
@@ -237,6 +329,13 @@ class WgpuPlan:
         rt = dev.rt
         mem = dev.mem
         slots = [None] * self.nslots
+        turn, into, steps, skip = None, None, self.steps, ()
+        if self.banks is not None:
+            turn, into = self._turn(arrays)
+            if turn is not None:
+                bank = self.banks[0][turn]
+                steps = bank.steps
+                skip = {j for j, _ in self.banks[1]}  # the state is read where it is
         with rt.lock:
             # random draws first, in the step's order (they read only the generator): each new draw
             # is copied into the block the recorded dispatches read
@@ -247,8 +346,8 @@ class WgpuPlan:
                 q.write_buffer(buf.gpu, off, data)
             enc = rt.device.create_command_encoder()
             copy = _copier(enc)
-            for a, p, n in zip(arrays, self.private, self.nbytes):
-                if n:
+            for j, (a, p, n) in enumerate(zip(arrays, self.private, self.nbytes)):
+                if n and j not in skip:
                     copy(a.block.buffer.gpu, a.block.offset, p.block.buffer.gpu, p.block.offset, n)
             for new, a, n in drawn:
                 if n:
@@ -258,7 +357,7 @@ class WgpuPlan:
                 ci = cp._internal
                 off = rt._offset
                 last = None
-                for pipe, bg, offset, gx, gy, gz in self.steps:
+                for pipe, bg, offset, gx, gy, gz in steps:
                     if pipe is not last:
                         _runtime._SET_PIPELINE(ci, pipe._internal)
                         last = pipe
@@ -266,17 +365,27 @@ class WgpuPlan:
                     _runtime._SET_BIND_GROUP(ci, 0, bg._internal, 1, off)
                     _runtime._DISPATCH(ci, gx, gy, gz)
             else:
-                for pipe, bg, offset, gx, gy, gz in self.steps:
+                for pipe, bg, offset, gx, gy, gz in steps:
                     cp.set_pipeline(pipe)
                     cp.set_bind_group(0, bg, [offset])
                     cp.dispatch_workgroups(gx, gy, gz)
             cp.end()
+            if turn is not None:  # the new state stays in this bank's blocks
+                for (_, s), b in zip(self.banks[1], bank.blocks):
+                    a = self.outputs_of[s]
+                    slots[s] = WArray(b, a.shape, a.dtype, a.strides, a.offset)
+            elif into is not None:
+                for (_, s), b in zip(self.banks[1], self.banks[0][into].blocks):
+                    a = self.outputs_of[s]
+                    copy(a.block.buffer.gpu, a.block.offset, b.buffer.gpu, b.offset, a.block.size)
+                    slots[s] = WArray(b, a.shape, a.dtype, a.strides, a.offset)
             for s, a in self.outputs:
-                b = mem.alloc(a.block.size)
-                copy(a.block.buffer.gpu, a.block.offset, b.buffer.gpu, b.offset, min(a.block.size, b.size))
-                slots[s] = WArray(b, a.shape, a.dtype, a.strides, a.offset)
+                if slots[s] is None:
+                    b = mem.alloc(a.block.size)
+                    copy(a.block.buffer.gpu, a.block.offset, b.buffer.gpu, b.offset, min(a.block.size, b.size))
+                    slots[s] = WArray(b, a.shape, a.dtype, a.strides, a.offset)
             q.submit([enc.finish()])
-            rt._submitted += len(self.steps)
+            rt._submitted += len(steps)
             rt.submits += 1
         for er in self.errors:
             er.arm()

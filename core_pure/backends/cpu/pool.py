@@ -71,6 +71,22 @@ def fresh(code, n):
     return arr
 
 
+def reuse(free, code, n, keep=4):
+    """An array of n elements from ``free``, a caller's own list, that nothing but the list holds
+    any more, or a new one (kept in the list while it holds fewer than ``keep``). A captured step's
+    results use it: each replay's results take their buffers along, and a buffer comes back once the
+    tensors over it are gone."""
+    base = _pool_state["base"]
+    if base is not None:
+        arr = _take(free, base)
+        if arr is not None:
+            return arr
+    arr = ZEROS[code] * n
+    if base is not None and len(free) < keep:
+        free.append(arr)
+    return arr
+
+
 def release_buffers():
     """Drop the output arrays this device keeps for reuse (they are freed once unused)."""
     _pool.clear()
