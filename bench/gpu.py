@@ -17,6 +17,8 @@ repetitions between two synchronizing reads:
   CNN at batch 64, eager and compiled (``ember.accel.compile``), through ``Autodiff(Wgpu())`` and
   ``Autodiff(Fusion(Wgpu()))`` (``*_fused_*`` keys), beside PyTorch CUDA eager, ``torch.compile``
   and a CUDA graph; ``mlp_b64_step_ms`` is the fastest lowered compiled step, with a read per step;
+  ``*_compiled_step_ms_by_parts``: the compiled step with its replay cut into several command
+  buffers (``lower_wgpu.PARTS``: fractions of the step's dispatches, each part submitted in turn);
 - fusion (issue 13): GELU from primitives over 64M floats as one fused kernel through
   ``Fusion(Wgpu())`` (``gelu_fused_tbps``, ``gelu_fused_vs_copy`` against PyTorch's device copy;
   GPU time of a batch of calls, as CUDA events time PyTorch; ``*_wall_*`` adds the recording),
@@ -551,6 +553,9 @@ def bench_queued(dev, torch):
 
 # -- training steps -----------------------------------------------------------------------------------
 
+SPLITS = ((1.0,), (0.5, 1.0), (0.25, 1.0), (0.15, 0.5, 1.0), (0.1, 0.3, 0.6, 1.0))
+
+
 def bench_training(dev, torch, np):
     from ember.accel import compile
     from ember.accel.autodiff import Autodiff
@@ -594,6 +599,21 @@ def bench_training(dev, torch, np):
             tc_nosync = timed(compiled, dev.synchronize, 20 if not QUICK else 2)
             OUT[key + "compiled_queued_step_ms"] = tc_nosync * 1e3
             OUT[key + "compiled_step_ms"] = tc * 1e3  # a read per step
+            # the replay cut into command buffers submitted in turn (lower_wgpu.PARTS): the GPU
+            # starts on the first part while the host encodes the rest
+            from ember.accel.capture import lower_wgpu
+            default, split = lower_wgpu.PARTS, {}
+            for parts in SPLITS:
+                lower_wgpu.PARTS = parts
+                try:
+                    cs = compile(step)
+                    for _ in range(3):
+                        cs()
+                    split[",".join("%g" % f for f in parts)] = round(
+                        timed(lambda: cs().item(), dev.synchronize, 20 if not QUICK else 2) * 1e3, 4)
+                finally:
+                    lower_wgpu.PARTS = default
+            OUT[key + "compiled_step_ms_by_parts"] = split
             line += " [%s] eager %.3f ms, compiled %.3f ms with a read per step (%.3f ms queued; %d dispatches; %s) " \
                     "(first loss %.4f);" % ("Autodiff(Fusion(Wgpu()))" if tag else "Autodiff(Wgpu())", t * 1e3, tc * 1e3,
                                             tc_nosync * 1e3, OUT[key + "compiled_dispatches"], compiled.lowering, first)

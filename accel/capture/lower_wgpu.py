@@ -137,6 +137,27 @@ def lower(plan, trace):
     return WgpuPlan(plan, trace, private, rec, outputs, slots, draws), None
 
 
+# Where a replay's dispatches are cut into command buffers submitted one after the other, as
+# fractions of the step: the GPU starts on the first part while the host encodes the next
+# (wgpu-native's finish costs microseconds a dispatch). (1.0,): one command buffer.
+PARTS = (1.0,)
+
+
+def _cuts(n, parts):
+    """[(first, end)] dispatch ranges of a step of ``n`` dispatches cut at ``parts``."""
+    if n == 0:
+        return [(0, 0)]
+    if not parts or any(not 0 < f <= 1 for f in parts) or list(parts) != sorted(parts):
+        raise ValueError("lower_wgpu.PARTS: expected increasing fractions in (0, 1], found %r" % (parts,))
+    ends = sorted({max(1, min(n, round(f * n))) for f in parts} | {n})
+    out, a = [], 0
+    for z in ends:
+        if z > a:
+            out.append((a, z))
+            a = z
+    return out
+
+
 def _most_refs(blocks):
     most = 0
     for b in blocks:
@@ -253,6 +274,7 @@ class WgpuPlan:
         self.dispatches = rec.dispatches
         self.steps = self._steps({})
         self.banks = _banks(self, plan, outputs)
+        self.cuts = _cuts(len(self.steps), PARTS)
         self.feeds = {}
         for s in plan.feeds:
             a = plan.template[s]
@@ -352,24 +374,31 @@ class WgpuPlan:
             for new, a, n in drawn:
                 if n:
                     copy(new.block.buffer.gpu, new.block.offset, a.block.buffer.gpu, a.block.offset, n)
-            cp = enc.begin_compute_pass()
-            if rt._offset is not None:
-                ci = cp._internal
-                off = rt._offset
-                last = None
-                for pipe, bg, offset, gx, gy, gz in steps:
-                    if pipe is not last:
-                        _runtime._SET_PIPELINE(ci, pipe._internal)
-                        last = pipe
-                    off[0] = offset
-                    _runtime._SET_BIND_GROUP(ci, 0, bg._internal, 1, off)
-                    _runtime._DISPATCH(ci, gx, gy, gz)
-            else:
-                for pipe, bg, offset, gx, gy, gz in steps:
-                    cp.set_pipeline(pipe)
-                    cp.set_bind_group(0, bg, [offset])
-                    cp.dispatch_workgroups(gx, gy, gz)
-            cp.end()
+            cuts = self.cuts
+            for c, (a, z) in enumerate(cuts):
+                if c:  # the GPU runs the part submitted while the next part is encoded
+                    enc = rt.device.create_command_encoder()
+                    copy = _copier(enc)
+                cp = enc.begin_compute_pass()
+                if rt._offset is not None:
+                    ci = cp._internal
+                    off = rt._offset
+                    last = None
+                    for pipe, bg, offset, gx, gy, gz in steps[a:z]:
+                        if pipe is not last:
+                            _runtime._SET_PIPELINE(ci, pipe._internal)
+                            last = pipe
+                        off[0] = offset
+                        _runtime._SET_BIND_GROUP(ci, 0, bg._internal, 1, off)
+                        _runtime._DISPATCH(ci, gx, gy, gz)
+                else:
+                    for pipe, bg, offset, gx, gy, gz in steps[a:z]:
+                        cp.set_pipeline(pipe)
+                        cp.set_bind_group(0, bg, [offset])
+                        cp.dispatch_workgroups(gx, gy, gz)
+                cp.end()
+                if c < len(cuts) - 1:
+                    q.submit([enc.finish()])
             if turn is not None:  # the new state stays in this bank's blocks
                 for (_, s), b in zip(self.banks[1], bank.blocks):
                     a = self.outputs_of[s]
@@ -386,7 +415,7 @@ class WgpuPlan:
                     slots[s] = WArray(b, a.shape, a.dtype, a.strides, a.offset)
             q.submit([enc.finish()])
             rt._submitted += len(steps)
-            rt.submits += 1
+            rt.submits += len(cuts)
         for er in self.errors:
             er.arm()
         return slots

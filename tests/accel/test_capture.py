@@ -325,6 +325,36 @@ def test_wgpu_state_takes_turns_in_two_banks(inner):
     assert seen[-2:] in ([[0], [1]], [[1], [0]]), seen
 
 
+@pytest.mark.parametrize("inner", WGPU, ids=["wgpu"] * len(WGPU))
+def test_wgpu_replay_cut_into_parts_submits_each_and_equals_eager(inner, monkeypatch):
+    from ember.accel.capture import lower_wgpu
+    monkeypatch.setattr(lower_wgpu, "PARTS", (0.2, 0.5, 1.0))
+    (m1, o1), (m2, o2) = _pair(inner, Conv)
+    x, y = _data(Autodiff(inner), (3, 1, 8, 8))
+    step = compile(_step)
+    for i in range(3):
+        assert _step(m1, o1, x, y).tolist() == step(m2, o2, x, y).tolist(), i
+    (rec,) = step._plans.values()
+    assert len(rec.lowered.cuts) == 3 and rec.lowered.cuts[-1][1] == len(rec.lowered.steps)
+    for i in range(3):
+        want = _step(m1, o1, x, y).tolist()
+        before = inner.rt.submits
+        got = step(m2, o2, x, y)
+        assert inner.rt.submits - before == 3  # one command buffer a part
+        assert got.tolist() == want, i
+        assert _weights(m1) == _weights(m2), i
+
+
+def test_replay_cuts_are_checked():
+    from ember.accel.capture.lower_wgpu import _cuts
+    assert _cuts(10, (1.0,)) == [(0, 10)]
+    assert _cuts(10, (0.25, 1.0)) == [(0, 2), (2, 10)] or _cuts(10, (0.25, 1.0)) == [(0, 3), (3, 10)]
+    assert _cuts(2, (0.1, 0.2, 1.0)) == [(0, 1), (1, 2)]
+    for bad in ((), (0.5, 0.2), (0.0, 1.0), (1.5,)):
+        with pytest.raises(ValueError, match="PARTS"):
+            _cuts(10, bad)
+
+
 def test_c_cpu_bool_results_read_outside_c_stay_generic():
     """A bool mask the step returns, or a generic entry reads, is made every replay as a list."""
     inner = ember.Cpu(kernels="c")
