@@ -139,8 +139,10 @@ def lower(plan, trace):
 
 # Where a replay's dispatches are cut into command buffers submitted one after the other, as
 # fractions of the step: the GPU starts on the first part while the host encodes the next
-# (wgpu-native's finish costs microseconds a dispatch). (1.0,): one command buffer.
-PARTS = (1.0,)
+# (wgpu-native's finish costs microseconds a dispatch). (1.0,): one command buffer. Two halves
+# were as fast or faster than one buffer for every step bench/gpu.py times on the H200 (LeNet-5 at
+# batch 64: 1.32 against 1.57 ms a step with a read; bench/results/gpu-2026-12-02-run4-gpu.json).
+PARTS = (0.5, 1.0)
 
 
 def _cuts(n, parts):
