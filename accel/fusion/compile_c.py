@@ -1,6 +1,6 @@
 """``CCompiler``: fused kernels for the C-backed ``ember.Cpu()``, generated as C and built by cffi.
 
-For each ``kernel.key`` and layout variant (which inputs are unit-stride or broadcast along the
+For each kernel (equal kernels share one) and layout variant (which inputs are unit-stride or broadcast along the
 innermost loop: cgen.py) it generates C (cexpr.py, cgen.py), builds it once per machine into the
 disk cache (cache.py) and calls it with the inputs' ``array.array`` buffers in place, the GIL
 released. Large kernels split over ``ember.backends.cpu.ckernels.num_threads()`` threads.
@@ -109,6 +109,14 @@ def _collapse(sizes, strides_list):
 
 
 
+def _size(a):
+    return len(a.data)
+
+
+def _dtype_name(a):
+    return getattr(a.dtype, "name", None)
+
+
 def _class(s):
     return "c" if s == 1 else "s" if s == 0 else "g"
 
@@ -176,15 +184,12 @@ class CCompiler:
     name = "c"
 
     def __init__(self):
-        self._modules = {}  # (kernel.key, variant) -> cffi lib
-        self._interpreted = set()  # kernel keys whose build failed
+        # tables keyed by the kernel (equal kernels are one key; ir.py hashes a kernel's key once)
+        self._modules = {}  # (kernel, variant) -> cffi lib
+        self._interpreted = set()  # kernels whose build failed
         self._interpreter = Interpreter()
-        self._verdicts = {}  # kernel.key -> None (compilable) or why not: kernels are checked once
-        self._plans = {}  # (kernel.key, kind, space, strides) -> _Plan: a model's calls repeat their layouts
-        # the same for the kernel objects seen (a scheduler hands the same one for a repeated graph):
-        # looked up by identity, the large kernel.key is not hashed again on each call
-        self._known = {}  # id(kernel) -> kernel: checked, and compilable
-        self._known_plans = {}  # (id(kernel), kind, space, strides) -> (kernel, _Plan, lib)
+        self._verdicts = {}  # kernel -> None (compilable) or why not: kernels are checked once
+        self._plans = {}  # (kernel, kind, space, strides) -> (_Plan, lib or None until built)
 
     def layout(self, array_):
         return array_.layout() if type(array_) is CpuArray else None
@@ -194,11 +199,11 @@ class CCompiler:
 
     def _verdict(self, kernel):
         """None when ``kernel`` compiles, else why not (computed once per kernel key)."""
-        key = getattr(kernel, "key", None)
-        if key is None:
+        if getattr(kernel, "key", None) is None:
             return "not a kernel"
-        if key in self._verdicts:
-            return self._verdicts[key]
+        verdict = self._verdicts.get(kernel, False)
+        if verdict is not False:
+            return verdict
         errors = check.kernel_errors(kernel)
         if errors:
             verdict = "; ".join(errors) if isinstance(errors, (list, tuple)) else str(errors)
@@ -206,7 +211,7 @@ class CCompiler:
             verdict = "rank above %d" % cgen.MAXD
         else:
             verdict = cexpr.supported(kernel.nodes)
-        self._verdicts[key] = verdict
+        self._verdicts[kernel] = verdict
         return verdict
 
     def source(self, kernel):
@@ -216,26 +221,19 @@ class CCompiler:
         return cgen.source(kernel, (kind, classes, True), PRELUDE)
 
     def run(self, kernel, space, inputs):
-        known = self._known.get(id(kernel)) is kernel
-        if not known:
-            key = getattr(kernel, "key", None)
-            if key is None or key not in self._verdicts:
-                check.kernel(kernel)  # raises saying what is malformed
-        check.run_args(kernel, space, inputs, lambda a: len(a.data), lambda a: getattr(a.dtype, "name", None))
+        if getattr(kernel, "key", None) is None or kernel not in self._verdicts:
+            check.kernel(kernel)  # raises saying what is malformed
+        check.run_args(kernel, space, inputs, _size, _dtype_name)
         space = tuple(space)
-        if not known:
-            if self._verdict(kernel) is not None or kernel.key in self._interpreted:
-                return self._interpreter.run(kernel, space, inputs)
-            if len(self._known) >= _PLANS:
-                self._known.clear()
-            self._known[id(kernel)] = kernel
+        if self._verdict(kernel) is not None or kernel in self._interpreted:
+            return self._interpreter.run(kernel, space, inputs)
         if kernel.kind == "matmul":
             return self._matmul(kernel, space, inputs)
         outs = self._rows(kernel, space, inputs, None)
         return outs if outs is not None else self._interpreter.run(kernel, space, inputs)
 
     def _lib(self, kernel, variant):
-        key = (kernel.key, variant)
+        key = (kernel, variant)
         lib = self._modules.get(key)
         if lib is None:
             src = cgen.source(kernel, variant, PRELUDE)
@@ -243,9 +241,7 @@ class CCompiler:
                 lib = cache.load(src, flags(), CDEF).lib
             except cache.BuildError as e:
                 _warn_once(e)
-                self._interpreted.add(kernel.key)
-                self._known.clear()
-                self._known_plans.clear()
+                self._interpreted.add(kernel)
                 return None
             self._modules[key] = lib
         return lib
@@ -256,24 +252,22 @@ class CCompiler:
         strides = [tuple(st) for _, st, _ in inputs] if kind == "row" else \
             [tuple(st) if k not in (kernel.a, kernel.b) else (0,) * kernel.rank
              for k, (_, st, _) in enumerate(inputs)]
-        fast = (id(kernel), kind, space, tuple(strides))
-        known = self._known_plans.get(fast)
-        if known is not None and known[0] is kernel:
-            plan, lib = known[1], known[2]
-        else:
-            plan, lib = self._plan(kernel, kind, space, strides), None
+        key = (kernel, kind, space, tuple(strides))
+        known = self._plans.get(key)
+        if known is None:
+            if len(self._plans) >= _PLANS:
+                self._plans.clear()
+            known = self._plans[key] = [_Plan(kernel, space, strides), None]
+        plan, lib = known
         if not plan.fits or (plan.variant[0] == "rows" and plan.n == 0):
             return None  # the caller runs the interpreter
         outs = self._out_buffers(kernel, space)
         if plan.total == 0 or (plan.n == 0 and kernel.dim is None):
             return self._finish(kernel, space, outs)
         if lib is None:
-            lib = self._lib(kernel, plan.variant)
+            lib = known[1] = self._lib(kernel, plan.variant)
             if lib is None:
                 return None
-            if len(self._known_plans) >= _PLANS:
-                self._known_plans.clear()
-            self._known_plans[fast] = (kernel, plan, lib)
         keep, addrs = [], []
         for k, (a, st, off) in enumerate(inputs):
             if acc is not None and k in (kernel.a, kernel.b):
@@ -289,15 +283,6 @@ class CCompiler:
         if lib.fk_run(args.buffer_info()[0], threads, _parallel() if threads > 1 else 0) < 0:
             raise MemoryError("fusion: no memory for a row kernel's scratch (%d values a row)" % plan.n)
         return self._finish(kernel, space, outs)
-
-    def _plan(self, kernel, kind, space, strides):
-        key = (kernel.key, kind, space, tuple(strides))
-        plan = self._plans.get(key)
-        if plan is None:
-            if len(self._plans) >= _PLANS:
-                self._plans.clear()
-            plan = self._plans[key] = _Plan(kernel, space, strides)
-        return plan
 
     def _out_buffers(self, kernel, space):
         outs = []
