@@ -40,6 +40,7 @@ _PLANS = 512  # layouts a compiler remembers (then it starts afresh)
 _warned = []
 _pool = None  # the address of emb_parallel (0: none), found on first use
 _cd = None  # ember.backends.cpu.cdevice, imported on first use
+_dtypes = {}  # dtype name -> ember dtype
 
 
 def flags():
@@ -87,9 +88,22 @@ def _result(buf, shape, dtype):
     return CpuArray(buf, shape, dtype_of(dtype))
 
 
+def _out_specs(kernel, space):
+    """Per output of ``kernel`` over ``space``: its array typecode, element count, shape and dtype."""
+    specs = []
+    for i, per_row in kernel.outputs:
+        shape = space[:kernel.dim] + (1,) + space[kernel.dim + 1:] if per_row else space
+        name = kernel.nodes[i][1]
+        specs.append((_CODES[name], numel(shape), shape, name))
+    return specs
+
+
 def dtype_of(name):
-    from ember import dtypes
-    return dtypes.get(name)
+    d = _dtypes.get(name)
+    if d is None:
+        from ember import dtypes
+        d = _dtypes[name] = dtypes.get(name)
+    return d
 
 
 def _collapse(sizes, strides_list):
@@ -150,6 +164,8 @@ class _Plan:
             self.variant = ("flat", tuple(_class(s) for s in inner), True)
         self.fits = len(shape) <= cgen.MAXD
         self.nd, self.total, self.n = len(shape), total, n
+        self.work = total * (n if self.variant[0] == "rows" else 1) * max(1, len(kernel.nodes))
+        self.outs = _out_specs(kernel, space)
         self.shape, self.outer, self.inner, self.out_inner = shape, outer, inner, out_inner
         self._block = None  # the argument block with every address 0, built on first use
 
@@ -261,9 +277,10 @@ class CCompiler:
         plan, lib = known
         if not plan.fits or (plan.variant[0] == "rows" and plan.n == 0):
             return None  # the caller runs the interpreter
-        outs = self._out_buffers(kernel, space)
+        fresh = _cdevice()._fresh
+        outs = [fresh(code, count) for code, count, _, _ in plan.outs]
         if plan.total == 0 or (plan.n == 0 and kernel.dim is None):
-            return self._finish(kernel, space, outs)
+            return _finish(plan, outs)
         if lib is None:
             lib = known[1] = self._lib(kernel, plan.variant)
             if lib is None:
@@ -278,25 +295,10 @@ class CCompiler:
             addrs.append(buf.buffer_info()[0] + off * buf.itemsize)
         acc_addr = acc.buffer_info()[0] if acc is not None else 0
         args = plan.args(addrs, [b.buffer_info()[0] for b in outs], acc_addr)
-        work = plan.total * (plan.n if kind == "row" and kernel.dim is not None else 1) * max(1, len(kernel.nodes))
-        threads = max(1, min(ckernels.num_threads(), work // _WORK_PER_THREAD))
+        threads = max(1, min(ckernels.num_threads(), plan.work // _WORK_PER_THREAD))
         if lib.fk_run(args.buffer_info()[0], threads, _parallel() if threads > 1 else 0) < 0:
             raise MemoryError("fusion: no memory for a row kernel's scratch (%d values a row)" % plan.n)
-        return self._finish(kernel, space, outs)
-
-    def _out_buffers(self, kernel, space):
-        outs = []
-        for i, per_row in kernel.outputs:
-            n = numel(space[:kernel.dim] + space[kernel.dim + 1:]) if per_row else numel(space)
-            outs.append(_fresh(kernel.nodes[i][1], n))
-        return outs
-
-    def _finish(self, kernel, space, outs):
-        result = []
-        for buf, (i, per_row) in zip(outs, kernel.outputs):
-            shape = space[:kernel.dim] + (1,) + space[kernel.dim + 1:] if per_row else space
-            result.append(_result(buf, shape, kernel.nodes[i][1]))
-        return result
+        return _finish(plan, outs)
 
     def _matmul(self, kernel, space, inputs):
         batch, (m, n, k) = space[:-3], space[-3:]
@@ -329,6 +331,10 @@ class CCompiler:
         if rc < 0:
             raise MemoryError("fusion matmul: the C kernels could not allocate their workspace")
         return out
+
+
+def _finish(plan, outs):
+    return [_result(buf, shape, name) for buf, (_, _, shape, name) in zip(outs, plan.outs)]
 
 
 def _warn_once(error):
