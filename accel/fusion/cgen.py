@@ -15,6 +15,10 @@ whose ``ctx_args`` is an int64 array laid out by ``args_layout`` (see compile_c.
 ``parallel`` the address of ember._ckernels' ``emb_parallel`` (one worker pool per process, shared
 with the C kernels), or 0 for the module's own threads made per call.
 
+A row kernel of two phases or more reads each row from memory in its first phase only; its second
+phase (working in cache) prefetches the next row of the unit-stride inputs, so that read overlaps
+computing rather than stalling the next row's first phase (rows up to ``PREFETCH_BYTES``).
+
 Fast float32 approximations with a guard (exp's) run in blocks: each element's guard is OR-ed into
 ``bad``, and a block (or row phase) with a guard raised is recomputed with libm in double, so nan,
 inf and the overflow edge give exactly the pure Cpu's values (fk_erff needs no guard).
