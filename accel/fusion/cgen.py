@@ -15,6 +15,10 @@ whose ``ctx_args`` is an int64 array laid out by ``args_layout`` (see compile_c.
 ``parallel`` the address of ember._ckernels' ``emb_parallel`` (one worker pool per process, shared
 with the C kernels), or 0 for the module's own threads made per call.
 
+A row kernel of two phases or more reads each row from memory in its first phase only; its second
+phase (working in cache) prefetches the next row of the unit-stride inputs, so that read overlaps
+computing rather than stalling the next row's first phase (rows up to ``PREFETCH_BYTES``).
+
 Fast float32 approximations with a guard (exp's) run in blocks: each element's guard is OR-ed into
 ``bad``, and a block (or row phase) with a guard raised is recomputed with libm in double, so nan,
 inf and the overflow edge give exactly the pure Cpu's values (fk_erff needs no guard).
@@ -26,6 +30,7 @@ BLOCK = 512
 LANES = 16
 CHUNK = 128  # elements a reduce computes before folding them into its lanes
 MAXD = 16  # outer dims after collapsing (the caller checks)
+PREFETCH_BYTES = 1 << 16  # rows up to this size (per input) prefetch the next row: it then waits in cache
 
 
 def _operands(node):
@@ -75,17 +80,22 @@ def _indent(lines, n):
     return ["    " * n + s for s in lines]
 
 
-def _blocked_loop(body, lo, hi, stores, depth):
+def _blocked_loop(body, lo, hi, stores, depth, prefetch=None):
     """``for i in [lo, hi)``: the fast body with its guards, then the exact body where raised (a
-    fast body with no guard, such as erf's, holds everywhere: one plain loop)."""
+    fast body with no guard, such as erf's, holds everywhere: one plain loop). ``prefetch(at,
+    count)`` gives statements run before each block (then the loop goes by blocks)."""
     fast, flags = body.lines(True)
     exact, _ = body.lines(False)
-    if not flags:
+    if not flags and prefetch is None:
         return _indent(["for (i = %s; i < %s; i++) {" % (lo, hi)] + _indent(fast + stores, 1) + ["}"], depth)
     out = ["for (b = %s; b < %s; b += %d) {" % (lo, hi, BLOCK),
-           "    fk_i e = b + %d < %s ? b + %d : %s;" % (BLOCK, hi, BLOCK, hi),
-           "    int bad = 0;",
-           "    for (i = b; i < e; i++) {"]
+           "    fk_i e = b + %d < %s ? b + %d : %s;" % (BLOCK, hi, BLOCK, hi)]
+    out += _indent(prefetch("b", BLOCK) if prefetch else [], 1)
+    if not flags:
+        out += ["    for (i = b; i < e; i++) {"] + _indent(fast + stores, 2) + ["    }", "}"]
+        return _indent(out, depth)
+    out += ["    int bad = 0;",
+            "    for (i = b; i < e; i++) {"]
     out += _indent(fast + stores + ["bad |= %s;" % " | ".join("(%s)" % f for f in flags)], 2)
     out += ["    }", "    if (bad) {", "        for (i = b; i < e; i++) {"]
     out += _indent(exact + stores, 3) + ["        }", "    }", "}"]
@@ -216,9 +226,10 @@ def flat_source(kernel, classes):
     return "\n".join(lines)
 
 
-def _reduce_block(kernel, j, phase, classes, row_of, saved, stores):
+def _reduce_block(kernel, j, phase, classes, row_of, saved, stores, prefetch=None):
     """Statements folding phase ``j`` over the row into ``row<j>``; the nodes in ``saved`` are read
-    from the scratch, those in ``stores`` written to it for the later phases."""
+    from the scratch, those in ``stores`` written to it for the later phases; ``prefetch(at,
+    count)`` gives statements run after each whole chunk of the fast loop."""
     nodes = kernel.nodes
     src = nodes[phase.node][1]
     out_t = CTYPE[phase.dtype]
@@ -265,7 +276,7 @@ def _reduce_block(kernel, j, phase, classes, row_of, saved, stores):
 
     at = _in_memory(kernel, phase.node, classes, saved, stores)
 
-    def loops(stmts, guard):
+    def loops(stmts, guard, prefetch=None):
         # a chunk of node values computed by a plain (vectorizable) loop, then folded into the
         # lanes by a second plain loop: the lanes are the only reassociation
         g = ["bad |= %s;" % " | ".join("(%s)" % f for f in flags)] if guard and flags else []
@@ -280,7 +291,8 @@ def _reduce_block(kernel, j, phase, classes, row_of, saved, stores):
                "    const %s *F = T;" % CTYPE[src],
                "    if (n - i0 >= %d) {" % CHUNK,
                "        for (fk_i q = 0; q < %d; q++) {" % CHUNK, "            fk_i i = i0 + q;"]
-        out += full + ["        }"] + (["        F = %s + i0;" % at] if at else []) + ["    } else {",
+        out += full + ["        }"] + (["        F = %s + i0;" % at] if at else [])
+        out += _indent(prefetch("i0", CHUNK) if prefetch else [], 2) + ["    } else {",
                         "        const fk_i m = n - i0;",
                         "        for (fk_i q = 0; q < m; q++) {", "            fk_i i = i0 + q;"]
         out += inner + ["        }",
@@ -296,7 +308,7 @@ def _reduce_block(kernel, j, phase, classes, row_of, saved, stores):
             out += ["    for (fk_i q = 0; q < %d; q += %d) {" % (CHUNK, LANES),
                     "        fk_vt x; memcpy(&x, F + q, sizeof x);", "        " + fold, "    }", "}"]
         return out
-    out = ["{"] + _indent(decl + ["int bad = 0;", "fk_i i0, l;"] + init_lines + loops(fast, True), 1)
+    out = ["{"] + _indent(decl + ["int bad = 0;", "fk_i i0, l;"] + init_lines + loops(fast, True, prefetch), 1)
     if flags:
         out += _indent(["if (bad) {"] + _indent(init_lines + loops(exact, False), 1) + ["}"], 1)
     out += _indent(["{"] + _indent(final, 1) + ["}"], 1)
@@ -373,6 +385,41 @@ def scratch_plan(kernel):
     return reads, stores, slots
 
 
+def _streamed(kernel, classes):
+    """The inputs a row kernel reads at unit stride along its rows: each row of them comes from
+    memory in the first phase (then from cache in the later ones)."""
+    used = set(node[2] for node in kernel.nodes if node[0] == "load")
+    return [k for k in range(len(kernel.inputs)) if k in used and classes[k] == "c"]
+
+
+def _next_row(kernel, streamed):
+    """Declarations of ``q<k>``, input k's next row (null for the last row or a row too long to
+    wait in cache)."""
+    out = ["fk_i noff[%d], nooff;" % max(1, len(kernel.inputs)),
+           "const int pf = r + 1 < A->total && n * %d <= %d;" % (max(_ITEM[kernel.inputs[k]] for k in streamed),
+                                                               PREFETCH_BYTES),
+           "if (pf)", "    fk_offsets(A, r + 1, noff, &nooff);"]
+    for k in streamed:
+        t = CTYPE[kernel.inputs[k]]
+        out.append("const %s *q%d = pf ? (const %s *)A->in[%d] + noff[%d] : 0;" % (t, k, t, k, k))
+    return out
+
+
+def _prefetch(kernel, streamed, at, count):
+    """Statements asking for the next row's elements [at, at + count) of each streamed input, one
+    cache line at a time: the second phase, working in cache, overlaps the next row's loads (the
+    first phase would wait for them)."""
+    out = ["if (pf) {"]
+    for k in streamed:
+        step = 64 // _ITEM[kernel.inputs[k]]
+        out.append("    for (fk_i k = 0; k < %d && %s + k < n; k += %d) __builtin_prefetch(q%d + %s + k);"
+                   % (count, at, step, k, at))
+    return out + ["}"]
+
+
+_ITEM = {"float32": 4, "float64": 8, "int8": 1, "int32": 4, "int64": 8, "bool": 1}
+
+
 def rows_source(kernel, classes, out_contig):
     """Rows of ``A->n`` elements along the kernel's dim: Reduce phases, then the Map, then the
     per-row outputs (index ``r`` of each). ``S`` is this thread's row scratch (scratch_plan)."""
@@ -384,6 +431,11 @@ def rows_source(kernel, classes, out_contig):
              "    fk_i off[%d], ooff, i, b;" % max(1, len(kernel.inputs)),
              "    fk_offsets(A, r, off, &ooff);", "    (void)b; (void)ooff; (void)S;"]
     lines += _indent(_pointers(kernel, classes, lambda k: "off[%d]" % k), 1)
+    streamed = _streamed(kernel, classes)
+    prefetch = None
+    if streamed and len(kernel.phases) > 1:
+        lines += _indent(_next_row(kernel, streamed), 1)
+        prefetch = lambda at, count: _prefetch(kernel, streamed, at, count)
     for s, c in enumerate(slots):
         t = CTYPE[nodes[c][1]]
         lines.append("    %s *restrict S%d = (%s *)(S + %d * FK_SLOT(n));" % (t, c, t, s))
@@ -393,7 +445,8 @@ def rows_source(kernel, classes, out_contig):
     row_of = lambda j: "row%d" % j
     for j, p in enumerate(kernel.phases):
         if type(p) is ir.Reduce:
-            lines += _indent(_reduce_block(kernel, j, p, classes, row_of, reads[j], stores[j]), 1)
+            lines += _indent(_reduce_block(kernel, j, p, classes, row_of, reads[j], stores[j],
+                                           prefetch if j == 1 else None), 1)
     if maps:
         m = len(kernel.phases) - 1
         body = _Body(kernel, _needed(nodes, [i for _, i in maps], reads[m]), _load_expr(classes), row_of, None,
@@ -402,7 +455,8 @@ def rows_source(kernel, classes, out_contig):
         for j, i in maps:
             t = CTYPE[nodes[i][1]]
             lines.append("    %s *restrict o%d = (%s *)A->out[%d] + ooff;" % (t, j, t, j))
-        lines += _blocked_loop(body, "0", "n", ["o%d[%s] = v%d;" % (j, ost, i) for j, i in maps], 1)
+        lines += _blocked_loop(body, "0", "n", ["o%d[%s] = v%d;" % (j, ost, i) for j, i in maps], 1,
+                               prefetch if m == 1 else None)
     if per_rows:
         first = lambda k: "p%d[0]" % k
         body = _Body(kernel, _needed(nodes, [i for _, i in per_rows]), first, row_of, None)

@@ -1,6 +1,6 @@
 """``CCompiler``: fused kernels for the C-backed ``ember.Cpu()``, generated as C and built by cffi.
 
-For each ``kernel.key`` and layout variant (which inputs are unit-stride or broadcast along the
+For each kernel (equal kernels share one) and layout variant (which inputs are unit-stride or broadcast along the
 innermost loop: cgen.py) it generates C (cexpr.py, cgen.py), builds it once per machine into the
 disk cache (cache.py) and calls it with the inputs' ``array.array`` buffers in place, the GIL
 released. Large kernels split over ``ember.backends.cpu.ckernels.num_threads()`` threads.
@@ -40,6 +40,7 @@ _PLANS = 512  # layouts a compiler remembers (then it starts afresh)
 _warned = []
 _pool = None  # the address of emb_parallel (0: none), found on first use
 _cd = None  # ember.backends.cpu.cdevice, imported on first use
+_dtypes = {}  # dtype name -> ember dtype
 
 
 def flags():
@@ -87,9 +88,22 @@ def _result(buf, shape, dtype):
     return CpuArray(buf, shape, dtype_of(dtype))
 
 
+def _out_specs(kernel, space):
+    """Per output of ``kernel`` over ``space``: its array typecode, element count, shape and dtype."""
+    specs = []
+    for i, per_row in kernel.outputs:
+        shape = space[:kernel.dim] + (1,) + space[kernel.dim + 1:] if per_row else space
+        name = kernel.nodes[i][1]
+        specs.append((_CODES[name], numel(shape), shape, name))
+    return specs
+
+
 def dtype_of(name):
-    from ember import dtypes
-    return dtypes.get(name)
+    d = _dtypes.get(name)
+    if d is None:
+        from ember import dtypes
+        d = _dtypes[name] = dtypes.get(name)
+    return d
 
 
 def _collapse(sizes, strides_list):
@@ -107,6 +121,14 @@ def _collapse(sizes, strides_list):
     return shape, out
 
 
+
+
+def _size(a):
+    return len(a.data)
+
+
+def _dtype_name(a):
+    return getattr(a.dtype, "name", None)
 
 
 def _class(s):
@@ -142,6 +164,8 @@ class _Plan:
             self.variant = ("flat", tuple(_class(s) for s in inner), True)
         self.fits = len(shape) <= cgen.MAXD
         self.nd, self.total, self.n = len(shape), total, n
+        self.work = total * (n if self.variant[0] == "rows" else 1) * max(1, len(kernel.nodes))
+        self.outs = _out_specs(kernel, space)
         self.shape, self.outer, self.inner, self.out_inner = shape, outer, inner, out_inner
         self._block = None  # the argument block with every address 0, built on first use
 
@@ -176,15 +200,12 @@ class CCompiler:
     name = "c"
 
     def __init__(self):
-        self._modules = {}  # (kernel.key, variant) -> cffi lib
-        self._interpreted = set()  # kernel keys whose build failed
+        # tables keyed by the kernel (equal kernels are one key; ir.py hashes a kernel's key once)
+        self._modules = {}  # (kernel, variant) -> cffi lib
+        self._interpreted = set()  # kernels whose build failed
         self._interpreter = Interpreter()
-        self._verdicts = {}  # kernel.key -> None (compilable) or why not: kernels are checked once
-        self._plans = {}  # (kernel.key, kind, space, strides) -> _Plan: a model's calls repeat their layouts
-        # the same for the kernel objects seen (a scheduler hands the same one for a repeated graph):
-        # looked up by identity, the large kernel.key is not hashed again on each call
-        self._known = {}  # id(kernel) -> kernel: checked, and compilable
-        self._known_plans = {}  # (id(kernel), kind, space, strides) -> (kernel, _Plan, lib)
+        self._verdicts = {}  # kernel -> None (compilable) or why not: kernels are checked once
+        self._plans = {}  # (kernel, kind, space, strides) -> (_Plan, lib or None until built)
 
     def layout(self, array_):
         return array_.layout() if type(array_) is CpuArray else None
@@ -194,11 +215,11 @@ class CCompiler:
 
     def _verdict(self, kernel):
         """None when ``kernel`` compiles, else why not (computed once per kernel key)."""
-        key = getattr(kernel, "key", None)
-        if key is None:
+        if getattr(kernel, "key", None) is None:
             return "not a kernel"
-        if key in self._verdicts:
-            return self._verdicts[key]
+        verdict = self._verdicts.get(kernel, False)
+        if verdict is not False:
+            return verdict
         errors = check.kernel_errors(kernel)
         if errors:
             verdict = "; ".join(errors) if isinstance(errors, (list, tuple)) else str(errors)
@@ -206,7 +227,7 @@ class CCompiler:
             verdict = "rank above %d" % cgen.MAXD
         else:
             verdict = cexpr.supported(kernel.nodes)
-        self._verdicts[key] = verdict
+        self._verdicts[kernel] = verdict
         return verdict
 
     def source(self, kernel):
@@ -216,26 +237,19 @@ class CCompiler:
         return cgen.source(kernel, (kind, classes, True), PRELUDE)
 
     def run(self, kernel, space, inputs):
-        known = self._known.get(id(kernel)) is kernel
-        if not known:
-            key = getattr(kernel, "key", None)
-            if key is None or key not in self._verdicts:
-                check.kernel(kernel)  # raises saying what is malformed
-        check.run_args(kernel, space, inputs, lambda a: len(a.data), lambda a: getattr(a.dtype, "name", None))
+        if getattr(kernel, "key", None) is None or kernel not in self._verdicts:
+            check.kernel(kernel)  # raises saying what is malformed
+        check.run_args(kernel, space, inputs, _size, _dtype_name)
         space = tuple(space)
-        if not known:
-            if self._verdict(kernel) is not None or kernel.key in self._interpreted:
-                return self._interpreter.run(kernel, space, inputs)
-            if len(self._known) >= _PLANS:
-                self._known.clear()
-            self._known[id(kernel)] = kernel
+        if self._verdict(kernel) is not None or kernel in self._interpreted:
+            return self._interpreter.run(kernel, space, inputs)
         if kernel.kind == "matmul":
             return self._matmul(kernel, space, inputs)
         outs = self._rows(kernel, space, inputs, None)
         return outs if outs is not None else self._interpreter.run(kernel, space, inputs)
 
     def _lib(self, kernel, variant):
-        key = (kernel.key, variant)
+        key = (kernel, variant)
         lib = self._modules.get(key)
         if lib is None:
             src = cgen.source(kernel, variant, PRELUDE)
@@ -243,9 +257,7 @@ class CCompiler:
                 lib = cache.load(src, flags(), CDEF).lib
             except cache.BuildError as e:
                 _warn_once(e)
-                self._interpreted.add(kernel.key)
-                self._known.clear()
-                self._known_plans.clear()
+                self._interpreted.add(kernel)
                 return None
             self._modules[key] = lib
         return lib
@@ -256,24 +268,23 @@ class CCompiler:
         strides = [tuple(st) for _, st, _ in inputs] if kind == "row" else \
             [tuple(st) if k not in (kernel.a, kernel.b) else (0,) * kernel.rank
              for k, (_, st, _) in enumerate(inputs)]
-        fast = (id(kernel), kind, space, tuple(strides))
-        known = self._known_plans.get(fast)
-        if known is not None and known[0] is kernel:
-            plan, lib = known[1], known[2]
-        else:
-            plan, lib = self._plan(kernel, kind, space, strides), None
+        key = (kernel, kind, space, tuple(strides))
+        known = self._plans.get(key)
+        if known is None:
+            if len(self._plans) >= _PLANS:
+                self._plans.clear()
+            known = self._plans[key] = [_Plan(kernel, space, strides), None]
+        plan, lib = known
         if not plan.fits or (plan.variant[0] == "rows" and plan.n == 0):
             return None  # the caller runs the interpreter
-        outs = self._out_buffers(kernel, space)
+        fresh = _cdevice()._fresh
+        outs = [fresh(code, count) for code, count, _, _ in plan.outs]
         if plan.total == 0 or (plan.n == 0 and kernel.dim is None):
-            return self._finish(kernel, space, outs)
+            return _finish(plan, outs)
         if lib is None:
-            lib = self._lib(kernel, plan.variant)
+            lib = known[1] = self._lib(kernel, plan.variant)
             if lib is None:
                 return None
-            if len(self._known_plans) >= _PLANS:
-                self._known_plans.clear()
-            self._known_plans[fast] = (kernel, plan, lib)
         keep, addrs = [], []
         for k, (a, st, off) in enumerate(inputs):
             if acc is not None and k in (kernel.a, kernel.b):
@@ -284,34 +295,10 @@ class CCompiler:
             addrs.append(buf.buffer_info()[0] + off * buf.itemsize)
         acc_addr = acc.buffer_info()[0] if acc is not None else 0
         args = plan.args(addrs, [b.buffer_info()[0] for b in outs], acc_addr)
-        work = plan.total * (plan.n if kind == "row" and kernel.dim is not None else 1) * max(1, len(kernel.nodes))
-        threads = max(1, min(ckernels.num_threads(), work // _WORK_PER_THREAD))
+        threads = max(1, min(ckernels.num_threads(), plan.work // _WORK_PER_THREAD))
         if lib.fk_run(args.buffer_info()[0], threads, _parallel() if threads > 1 else 0) < 0:
             raise MemoryError("fusion: no memory for a row kernel's scratch (%d values a row)" % plan.n)
-        return self._finish(kernel, space, outs)
-
-    def _plan(self, kernel, kind, space, strides):
-        key = (kernel.key, kind, space, tuple(strides))
-        plan = self._plans.get(key)
-        if plan is None:
-            if len(self._plans) >= _PLANS:
-                self._plans.clear()
-            plan = self._plans[key] = _Plan(kernel, space, strides)
-        return plan
-
-    def _out_buffers(self, kernel, space):
-        outs = []
-        for i, per_row in kernel.outputs:
-            n = numel(space[:kernel.dim] + space[kernel.dim + 1:]) if per_row else numel(space)
-            outs.append(_fresh(kernel.nodes[i][1], n))
-        return outs
-
-    def _finish(self, kernel, space, outs):
-        result = []
-        for buf, (i, per_row) in zip(outs, kernel.outputs):
-            shape = space[:kernel.dim] + (1,) + space[kernel.dim + 1:] if per_row else space
-            result.append(_result(buf, shape, kernel.nodes[i][1]))
-        return result
+        return _finish(plan, outs)
 
     def _matmul(self, kernel, space, inputs):
         batch, (m, n, k) = space[:-3], space[-3:]
@@ -344,6 +331,10 @@ class CCompiler:
         if rc < 0:
             raise MemoryError("fusion matmul: the C kernels could not allocate their workspace")
         return out
+
+
+def _finish(plan, outs):
+    return [_result(buf, shape, name) for buf, (_, _, shape, name) in zip(outs, plan.outs)]
 
 
 def _warn_once(error):

@@ -25,10 +25,6 @@ class Node:
         self.value = value
         self.handle = None  # weakref to the Lazy that tensors hold, set by Lazy()
 
-    def inputs(self):
-        """The argument nodes still to be computed."""
-        return [a for a in self.args if type(a) is Node and a.value is None]
-
     def set(self, value):
         self.value = value
         self.args = ()
@@ -62,17 +58,18 @@ class Lazy:
 
 def topo(root):
     """The pending nodes ``root`` depends on (itself included), inputs before users."""
-    order, seen, stack = [], set(), [(root, False)]
+    order, seen, stack = [], set(), [root, False]  # (node, done) pairs, flat
     while stack:
-        node, done = stack.pop()
+        done = stack.pop()
+        node = stack.pop()
         if done:
             order.append(node)
             continue
         if id(node) in seen or node.value is not None:
             continue
         seen.add(id(node))
-        stack.append((node, True))
-        for a in node.inputs():
-            if id(a) not in seen:
-                stack.append((a, False))
+        stack += (node, True)
+        for a in node.args:
+            if type(a) is Node and a.value is None and id(a) not in seen:
+                stack += (a, False)
     return order

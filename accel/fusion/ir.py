@@ -4,7 +4,8 @@
 scheduler cuts the recorded graph into **kernels** and asks the inner backend's **compiler** to run
 each one. A kernel is plain data (tuples of strings, ints and floats), hashable, and says nothing
 about sizes: the same model at another batch size makes an equal kernel, so compiled code is
-cached by ``kernel.key``.
+cached by ``kernel.key``. Kernels compare and hash by that key (the hash computed once per kernel
+object), so a compiler keys its tables by the kernel itself.
 
 Two kinds of kernel:
 
@@ -135,7 +136,21 @@ class Map:
         return ("map",)
 
 
-class RowKernel:
+class _Keyed:
+    """Equality and hash by ``key``: kernels are dict keys of the compilers' tables, so the large
+    nested ``key`` is hashed once per kernel (on first use), not on every lookup."""
+
+    def __eq__(self, other):
+        return self is other or (type(other) is type(self) and other.key == self.key)
+
+    def __hash__(self):
+        h = self._hash
+        if h is None:
+            h = self._hash = hash(self.key)
+        return h
+
+
+class RowKernel(_Keyed):
     """A loop over ``space`` (rows along ``dim``, or flat when ``dim`` is None) running ``phases``.
 
     ``dim`` is given relative to the rank (``rank`` is part of the kernel; sizes are not). Map
@@ -153,12 +168,7 @@ class RowKernel:
         self.outputs = tuple(outputs)
         self.key = ("row", rank, dim, self.inputs, _keyed(self.nodes), tuple(p.key() for p in self.phases),
                     self.outputs)
-
-    def __eq__(self, other):
-        return type(other) is RowKernel and other.key == self.key
-
-    def __hash__(self):
-        return hash(self.key)
+        self._hash = None
 
 
 def _keyed(nodes):
@@ -174,7 +184,7 @@ def _keyed(nodes):
     return tuple(out)
 
 
-class MatmulKernel:
+class MatmulKernel(_Keyed):
     """``acc = inputs[a] @ inputs[b]`` over ``(..., M, N)``, then the epilogue ``outputs``.
 
     ``rank`` is the output's rank (>= 2); the contraction size K is a run-time size, read from
@@ -192,12 +202,7 @@ class MatmulKernel:
         self.nodes = tuple(nodes)
         self.outputs = tuple(outputs)
         self.key = ("matmul", rank, a, b, acc_dtype, self.inputs, _keyed(self.nodes), self.outputs)
-
-    def __eq__(self, other):
-        return type(other) is MatmulKernel and other.key == self.key
-
-    def __hash__(self):
-        return hash(self.key)
+        self._hash = None
 
 
 def describe(kernel):

@@ -468,6 +468,54 @@ def test_reduce_folds_values_in_memory_in_the_same_order(n):
     for j, w in enumerate(reference(k, (3, n), [item(rows)])):
         assert_same(got[j], w, TRANSCENDENTAL, "output %d" % j)
 
+def _next_row_kernels():
+    """A softmax (max, sum, map: the sum phase prefetches) and ``x / sum(x)`` (sum, map: the map
+    phase prefetches), each with the row sum as a per-row output too."""
+    g = Graph(["float32"])
+    x = g.load(0)
+    e = g.unary("exp", g.binary("sub", x, g.row(0, "float32")))
+    s = g.row(1, "float32")
+    softmax = g.rows(2, 1, [ir.Reduce("max", x, "float32"), ir.Reduce("sum", e, "float32"), ir.Map()],
+                     [(g.binary("div", e, s), False), (s, True)])
+    h = Graph(["float32"])
+    y = h.load(0)
+    t = h.row(0, "float32")
+    share = h.rows(2, 1, [ir.Reduce("sum", y, "float32"), ir.Map()], [(h.binary("div", y, t), False), (t, True)])
+    return softmax, share
+
+
+@pytest.mark.skipif(len(COMPILERS) < 2, reason="no C compiler")
+@pytest.mark.parametrize("n", [1, 37, 1024, 20000])
+def test_next_row_prefetch_keeps_the_results(n):
+    """Row kernels of two phases or more prefetch the next row (rows up to cgen.PREFETCH_BYTES):
+    within tolerance of the pure Cpu over rows holding -inf, a row of -inf only, huge values and
+    a single column, for contiguous rows and rows of a wider array; the same bits as the kernel
+    reading its input at a run-time stride (which prefetches nothing)."""
+    from ember.accel.fusion import cgen
+    c = COMPILERS[1][1]
+    rows = 4
+    vals = floats(rows * n, 23, -20.0, 20.0, special=False)
+    vals[0] = -INF
+    vals[n:2 * n] = [-INF] * n  # the second row: -inf everywhere
+    vals[-1] = 3.0e38  # the last row: a huge value
+    wide = array([v for r in range(rows) for v in vals[r * n:(r + 1) * n] + [7.0]], (rows, n + 1), "float32")
+    cols = array([vals[r * n + i] for i in range(n) for r in range(rows)], (n, rows), "float32")
+    layouts = [item(array(vals, (rows, n), "float32")), (wide, (n + 1, 1), 0)]
+    for k in _next_row_kernels():
+        assert "__builtin_prefetch" in c.source(k)
+        strided = c.run(k, (rows, n), [(cols, (1, rows), 0)])
+        for inp in layouts:
+            got = c.run(k, (rows, n), [inp])
+            for j, (a, b) in enumerate(zip(got, strided)):
+                assert_same(a, b, None, "n=%d output %d" % (n, j))
+            for j, w in enumerate(reference(k, (rows, n), [inp])):
+                assert_same(got[j], w, TRANSCENDENTAL, "n=%d output %d" % (n, j))
+    g = Graph(["float32"])
+    one_phase = g.rows(2, 1, [ir.Reduce("sum", g.load(0), "float32")], [(g.row(0, "float32"), True)])
+    assert "__builtin_prefetch" not in c.source(one_phase)  # one pass: nothing comes back to the row
+    assert cgen.PREFETCH_BYTES < 20000 * 4  # the longest rows here go without
+
+
 def _threaded_exp(c):
     """An exp over 1M floats on 2 threads (the kernel's share of work is large enough)."""
     from ember.backends.cpu import ckernels
