@@ -201,6 +201,7 @@ class DistributedDataParallel(Strategy):
         self._plan = None
         self._synced = None
         self._meta = None
+        self._meta_send = None
         self._stepped = False
         self._stop_mine = None  # a stop asked for on this rank, until the ranks have agreed on it
 
@@ -246,12 +247,12 @@ class DistributedDataParallel(Strategy):
         """Start the small float64 all-reduce of this rank's batch size ``n``, loss sum (``loss``
         is its shard's mean) and stop flag; the request."""
         w = self.world
-        meta = np.zeros(2 * w + 1)
-        meta[self.rank] = n
-        meta[w] = loss * n
-        meta[w + 1 + self.rank] = 1.0 if self._stop_mine is not None else 0.0
-        self._meta = np.empty_like(meta)
-        return comm.iall_reduce_sum(meta, self._meta)
+        send = self._meta_send = np.zeros(2 * w + 1)  # held: MPI reads it until the request is done
+        send[self.rank] = n
+        send[w] = loss * n
+        send[w + 1 + self.rank] = 1.0 if self._stop_mine is not None else 0.0
+        self._meta = np.empty_like(send)
+        return comm.iall_reduce_sum(send, self._meta)
 
     def _finish_meta(self):
         """``(whole batch size, its mean loss)`` once ``_start_meta``'s request is done."""
