@@ -19,11 +19,13 @@ thread per rank (OPENBLAS/OMP threads 1, ``EMBER_NUM_THREADS=1``).
   once, in shuffled order, as its own mpirun job; a figure is the median over rounds of the job's
   mean step.
 - parts: the compiled MLP step at 1 and 2 ranks (batch 128 and 64 a rank), each part timed alone
-  in one mpirun job, interleaved, medians: ``gradients_call`` / ``update_call`` (the two
-  ``Compiled`` calls), ``gradients_plan`` / ``update_plan`` (their lowered plans' ``run`` alone:
+  in one mpirun job, interleaved (median and min over rounds): ``gradients_call`` /
+  ``update_call`` (the two ``Compiled`` calls), ``gradients_plan`` / ``update_plan`` (their lowered plans' ``run`` alone:
   the C loop, the copies out of the plan's buffers and the Python around them), the all-reduce of
   the flat gradient with the small float64 one, the outputs gather with the stop agreement, the
-  whole step (``ddp_step``) and, at 1 rank, ``SingleDevice``'s captured step and its plan.
+  whole step (``ddp_step``) and, at 1 rank, ``SingleDevice``'s captured step and its plan;
+  ``gradients_kernels`` / ``update_kernels``: the time inside the C kernels' entry points
+  (``ember._ckernels.emb_*``) per plan run, read from cProfile over 200 runs.
 
 The last line is one JSON object:
 
@@ -32,7 +34,8 @@ The last line is one JSON object:
     allreduce_vs_mpi4py     mpi4py Allreduce time / ember all_reduce time, 10 MiB, Cpu tensor (goal >= 0.8)
     allreduce               per size: ms and GB/s (algorithmic: bytes / time) of each of the three
     step_ms                 per path, model and rank count: median step, ms; spread_ms: [min, max] over rounds
-    compiled_mlp_parts_us   per rank count: the parts above, us (rank 0's), and gradient_bytes
+    compiled_mlp_parts_us   per rank count: the parts above, [median, min] us (rank 0's; the min is
+                            the figure least touched by other processes), and gradient_bytes
     foreign_cores           median CPU use of other processes during the step jobs, in cores
 """
 import json
@@ -165,7 +168,7 @@ def step_role(model_name, steps, path):
 
 def breakdown_role(reps):
     """Where the compiled MLP step's time goes at this world size (batch 128 / world a rank): each
-    of the captured DDP step's parts timed alone, interleaved, medians over ``reps`` runs of 20."""
+    of the captured DDP step's parts timed alone, interleaved, over ``reps`` runs of 20 each."""
     import numpy as np
     import ember.nn.functional as F
     from ember.accel.capture import state
@@ -226,10 +229,26 @@ def breakdown_role(reps):
             for _ in range(20):
                 cells[k]()
             times[k].append((time.perf_counter() - t0) / 20)
+    kernels = {name: _kernel_time(cells[name + "_plan"]) for name in ("gradients", "update")}
     if rank == 0:
-        out = {k: round(median(v) * 1e6, 1) for k, v in times.items()}
+        out = {k: [round(median(v) * 1e6, 1), round(min(v) * 1e6, 1)] for k, v in times.items()}
+        out.update({k + "_kernels": round(v * 1e6, 1) for k, v in kernels.items()})
         out["gradient_bytes"] = int(send.nbytes)
         print("RESULT " + json.dumps(out), flush=True)
+
+
+def _kernel_time(run, calls=200):
+    """Seconds per ``run()`` spent inside the C kernels' entry points (cProfile's own time of the
+    ``emb_*`` built-ins)."""
+    import cProfile
+    import pstats
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(calls):
+        run()
+    prof.disable()
+    stats = pstats.Stats(prof).stats
+    return sum(v[2] for (_, _, name), v in stats.items() if "emb_" in name) / calls
 
 
 def _on(a, device):
@@ -288,7 +307,7 @@ def main(argv):
     parts = {}
     for n in [n for n in (1, 2) if n in ranks]:
         parts[str(n)] = mpirun(n, ["--role", "breakdown", "--rounds", str(max(5, rounds))], transport)
-    print("compiled MLP step by part, us (batch %d / ranks a rank; medians): %s" % (BATCH, json.dumps(parts)))
+    print("compiled MLP step by part, us (batch %d / ranks a rank; [median, min]): %s" % (BATCH, json.dumps(parts)))
     big = ar[str(10 << 20)]
 
     def ratio(path):
