@@ -18,14 +18,15 @@ thread per rank (OPENBLAS/OMP threads 1, ``EMBER_NUM_THREADS=1``).
   stop agreement and AdamW step on ``Autodiff(NumPy())``. Each round runs every (path, rank count)
   once, in shuffled order, as its own mpirun job; a figure is the median over rounds of the job's
   mean step.
-- parts: the compiled MLP step at 1 and 2 ranks (batch 128 and 64 a rank), each part timed alone
-  in one mpirun job, interleaved (median and min over rounds): ``gradients_call`` /
-  ``update_call`` (the two ``Compiled`` calls), ``gradients_plan`` / ``update_plan`` (their lowered plans' ``run`` alone:
-  the C loop, the copies out of the plan's buffers and the Python around them), the all-reduce of
+- parts: the compiled MLP step at 1 rank (batch 128, and batch 64) and 2 ranks (64 a rank), each
+  part timed alone in one mpirun job, interleaved (median and min over rounds):
+  ``gradients_call`` / ``update_call`` (the two ``Compiled`` calls), ``gradients_plan`` /
+  ``update_plan`` (their lowered plans' ``run`` alone: the C loop, the copies out of the plan's
+  buffers and the Python around them), the all-reduce of
   the flat gradient with the small float64 one, the outputs gather with the stop agreement, the
   whole step (``ddp_step``) and, at 1 rank, ``SingleDevice``'s captured step and its plan;
   ``gradients_kernels`` / ``update_kernels``: the time inside the C kernels' entry points
-  (``ember._ckernels.emb_*``) per plan run, read from cProfile over 200 runs.
+  (``ember._ckernels.emb_*``) per plan run, read from cProfile: the min over rounds of 50 runs.
 
 The last line is one JSON object:
 
@@ -34,8 +35,9 @@ The last line is one JSON object:
     allreduce_vs_mpi4py     mpi4py Allreduce time / ember all_reduce time, 10 MiB, Cpu tensor (goal >= 0.8)
     allreduce               per size: ms and GB/s (algorithmic: bytes / time) of each of the three
     step_ms                 per path, model and rank count: median step, ms; spread_ms: [min, max] over rounds
-    compiled_mlp_parts_us   per rank count: the parts above, [median, min] us (rank 0's; the min is
-                            the figure least touched by other processes), and gradient_bytes
+    compiled_mlp_parts_us   per job ("1 rank, batch 128", "1 rank, batch 64", "2 ranks, batch 64"):
+                            the parts above, [median, min] us (rank 0's; the min is the figure least
+                            touched by other processes), the kernels' us, gradient_bytes, batch
     foreign_cores           median CPU use of other processes during the step jobs, in cores
 """
 import json
@@ -166,9 +168,10 @@ def step_role(model_name, steps, path):
         print("RESULT " + json.dumps({"step_s": seconds, "foreign": meter.foreign_cores()}), flush=True)
 
 
-def breakdown_role(reps):
-    """Where the compiled MLP step's time goes at this world size (batch 128 / world a rank): each
-    of the captured DDP step's parts timed alone, interleaved, over ``reps`` runs of 20 each."""
+def breakdown_role(reps, split):
+    """Where the compiled MLP step's time goes at this world size, on a shard of batch 128 / ``split``
+    a rank (default: the world size): each of the captured DDP step's parts timed alone,
+    interleaved, over ``reps`` runs of 20 each."""
     import numpy as np
     import ember.nn.functional as F
     from ember.accel.capture import state
@@ -178,7 +181,7 @@ def breakdown_role(reps):
     world = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
     ddp = DistributedDataParallel()
     rank = ddp.rank
-    model, opt, x, y = _setup("mlp", "compiled_cpu", world, rank)
+    model, opt, x, y = _setup("mlp", "compiled_cpu", split or world, rank)
     captured = ddp.compiled_step()
     for _ in range(4):
         loss, logits = captured(model, opt, F.cross_entropy, x, y)
@@ -229,15 +232,16 @@ def breakdown_role(reps):
             for _ in range(20):
                 cells[k]()
             times[k].append((time.perf_counter() - t0) / 20)
-    kernels = {name: _kernel_time(cells[name + "_plan"]) for name in ("gradients", "update")}
+    kernels = {name: min(_kernel_time(cells[name + "_plan"]) for _ in range(reps)) for name in ("gradients", "update")}
     if rank == 0:
         out = {k: [round(median(v) * 1e6, 1), round(min(v) * 1e6, 1)] for k, v in times.items()}
         out.update({k + "_kernels": round(v * 1e6, 1) for k, v in kernels.items()})
         out["gradient_bytes"] = int(send.nbytes)
+        out["batch"] = int(x.shape[0])
         print("RESULT " + json.dumps(out), flush=True)
 
 
-def _kernel_time(run, calls=200):
+def _kernel_time(run, calls=50):
     """Seconds per ``run()`` spent inside the C kernels' entry points (cProfile's own time of the
     ``emb_*`` built-ins)."""
     import cProfile
@@ -305,8 +309,10 @@ def main(argv):
             print("%12s %6s " % (path, model) + "  ".join(
                 "%d rank%s: %.3f" % (n, "" if n == 1 else "s", median(steps[path][model][n]) * 1e3) for n in ranks))
     parts = {}
-    for n in [n for n in (1, 2) if n in ranks]:
-        parts[str(n)] = mpirun(n, ["--role", "breakdown", "--rounds", str(max(5, rounds))], transport)
+    for n, split in ((1, 1), (1, 2), (2, 2)):  # batch 128 alone, 64 alone, 64 beside another rank
+        if n in ranks:
+            parts["%d rank%s, batch %d" % (n, "" if n == 1 else "s", BATCH // split)] = mpirun(
+                n, ["--role", "breakdown", "--rounds", str(max(5, rounds)), "--split", str(split)], transport)
     print("compiled MLP step by part, us (batch %d / ranks a rank; [median, min]): %s" % (BATCH, json.dumps(parts)))
     big = ar[str(10 << 20)]
 
@@ -341,6 +347,6 @@ if __name__ == "__main__":
         step_role(_arg(sys.argv, "--model", "mlp"), _arg(sys.argv, "--steps", 30, int),
                   _arg(sys.argv, "--path", "compiled_cpu"))
     elif role == "breakdown":
-        breakdown_role(_arg(sys.argv, "--rounds", 5, int))
+        breakdown_role(_arg(sys.argv, "--rounds", 5, int), _arg(sys.argv, "--split", 0, int))
     else:
         main(sys.argv[1:])
