@@ -222,10 +222,11 @@ class _Unused(Module):
 
 @pytest.mark.parametrize("device", [ember.Cpu(), NumPy()], ids=repr)
 def test_a_world_of_one_captures_the_step_as_the_eager_one(device):
+    # a parameter without gradient and a learning rate the scheduler changes every 2 steps, replayed
     from ember.accel.data import DataLoader
     from ember.accel.data.dataset import InMemoryDataset
     from ember.accel.distributed.captured import CapturedStep
-    from ember.accel.optim import AdamW
+    from ember.accel.optim import AdamW, lr
     from ember.accel.train import Learner
     r = np.random.default_rng(1)
     data = InMemoryDataset(r.standard_normal((20, 4)).astype(np.float32), r.integers(0, 3, 20))
@@ -234,7 +235,7 @@ def test_a_world_of_one_captures_the_step_as_the_eager_one(device):
         model = _Unused()
         ddp = dist.DistributedDataParallel()
         learner = Learner(model, AdamW(model, lr=0.01), F.cross_entropy, epochs=2, strategy=ddp, progress=None,
-                          device=device, compile=compile)
+                          device=device, compile=compile, scheduler=lr.StepLR(0.01, 2, 0.5))
         learner.fit(ddp.shard(DataLoader(data, batch_size=8, shuffle=True, seed=2, device=device)))
         weights.append({n: p.value.detach().numpy() for n, p in model.named_parameters()})
     assert type(learner.compiled) is CapturedStep and learner.compiled.refused == {}
