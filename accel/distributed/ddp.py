@@ -201,6 +201,7 @@ class DistributedDataParallel(Strategy):
         self._plan = None
         self._synced = None
         self._meta = None
+        self._meta_send = None
         self._stepped = False
         self._stop_mine = None  # a stop asked for on this rank, until the ranks have agreed on it
 
@@ -231,23 +232,38 @@ class DistributedDataParallel(Strategy):
         every rank's batch size, its loss sum and its stop flag (``agree_stop``); the gradient
         buckets carry sums of per-sample gradients, divided by the batch size at the end."""
         self._sync_weights(model)
-        w, n = self.world, x.shape[0]
+        n = x.shape[0]
         logits = model(x)
         loss = loss_fn(logits, y)
-        meta = np.zeros(2 * w + 1)
-        meta[self.rank] = n
-        meta[w] = loss.item() * n
-        meta[w + 1 + self.rank] = 1.0 if self._stop_mine is not None else 0.0
-        self._meta = np.empty_like(meta)
-        summing = comm.iall_reduce_sum(meta, self._meta)
+        summing = self._start_meta(n, loss.item())
         reducer = _Reducer(self._buckets(model))
         with leaf_gradients(reducer.ready):
             grads = (loss * float(n)).backward()
         comm.wait(summing, "DistributedDataParallel (batch sizes and loss)")
-        total = float(self._meta[:w].sum())
-        grads = reducer.finish(grads, 1.0 / total)
+        total, mean_loss = self._finish_meta()
+        return reducer.finish(grads, 1.0 / total), mean_loss, logits
+
+    def _start_meta(self, n, loss):
+        """Start the small float64 all-reduce of this rank's batch size ``n``, loss sum (``loss``
+        is its shard's mean) and stop flag; the request."""
+        w = self.world
+        send = self._meta_send = np.zeros(2 * w + 1)  # held: MPI reads it until the request is done
+        send[self.rank] = n
+        send[w] = loss * n
+        send[w + 1 + self.rank] = 1.0 if self._stop_mine is not None else 0.0
+        self._meta = np.empty_like(send)
+        return comm.iall_reduce_sum(send, self._meta)
+
+    def _finish_meta(self):
+        """``(whole batch size, its mean loss)`` once ``_start_meta``'s request is done."""
+        total = float(self._meta[:self.world].sum())
         self._stepped = True
-        return grads, float(self._meta[w] / total), logits
+        return total, float(self._meta[self.world] / total)
+
+    def compiled_step(self):
+        """The captured step (``captured.CapturedStep``) the Learner replays with ``compile`` on."""
+        from .captured import CapturedStep
+        return CapturedStep(self)
 
     def outputs(self, logits, y):
         """On rank 0 the whole batch's logits and targets (numpy, the ranks' rows in rank order),

@@ -30,7 +30,7 @@ from ember.tensor import Tensor
 
 from ember.accel.autodiff import Autodiff, no_grad
 from ember.accel.data.loader import DataLoader, to_tensors
-from ember.accel.optim import GradientsParams, Optimizer, track
+from ember.accel.optim import Optimizer, track
 from ember.accel.optim.lr import LrScheduler
 
 from . import checkpoint as ckpt
@@ -180,14 +180,6 @@ def _from_state(path, field, fn, value):
                           % (path, ckpt.STATE, field, type(e).__name__, e))
 
 
-def _train_step(model, optimizer, loss_fn, x, y):
-    """One batch: forward, loss, backward, optimizer step (what ``Learner(compile=...)`` captures)."""
-    logits = model(x)
-    loss = loss_fn(logits, y)
-    optimizer.step(GradientsParams.from_grads(loss.backward(), model))
-    return loss, logits
-
-
 def _finite(v):
     return None if v is None or (type(v) is float and (math.isnan(v) or math.isinf(v))) else v
 
@@ -209,7 +201,8 @@ class Learner:
       ``ember.accel.distributed.DistributedDataParallel()`` (rank 0 then writes and reports).
     - ``device``: where to train (wrapped in ``Autodiff``); default the model's device.
     - ``compile``: "auto" (default) records the training step once and replays it
-      (``ember.accel.compile``) where that applies: one device (``SingleDevice``), no gradient
+      (``ember.accel.compile``) where that applies: ``SingleDevice`` or
+      ``DistributedDataParallel`` (its gradient all-reduce between two replayed plans), no gradient
       accumulation or clipping, an optimizer that declares itself capturable. True asks for it
       (an ``ArgumentError`` says why it does not apply); False always runs the step eagerly.
       A step that cannot be captured (a host read in the loss...) runs eagerly, with one warning.
@@ -286,8 +279,9 @@ class Learner:
         if choice is False:
             return None
         why = None
-        if not isinstance(self.strategy, SingleDevice):
-            why = "the strategy is %r (capture needs SingleDevice)" % (self.strategy,)
+        step = self.strategy.compiled_step()
+        if step is None:
+            why = "the strategy is %r (capture needs SingleDevice or DistributedDataParallel)" % (self.strategy,)
         elif self.grad_accumulation != 1:
             why = "gradients are accumulated over %d batches" % self.grad_accumulation
         elif self.clip_grad_norm is not None:
@@ -298,8 +292,7 @@ class Learner:
             if choice is True:
                 raise ArgumentError("Learner: compile=True does not apply: %s" % why)
             return None
-        from ember.accel.capture import compile as capture
-        return capture(_train_step)
+        return step
 
     def _training_device(self, device):
         params = self.model.parameters()
@@ -567,7 +560,8 @@ class Learner:
                         self.optimizer.lr = rate
                     loss, logits = self.compiled(self.model, self.optimizer, self.loss, x, y)
                     self._after_optimizer_step()
-                    loss = loss.item()
+                    loss = loss.item() if isinstance(loss, Tensor) else loss
+                    logits, y = self.strategy.outputs(logits, y)
                 else:
                     grads, loss, logits = self.strategy.step(self.model, self.loss, x, y)
                     logits, y = self.strategy.outputs(logits, y)

@@ -4,6 +4,8 @@ worker threads (``DataParallel``).
 A strategy's ``step(model, loss_fn, x, y)`` returns ``(grads, loss, logits)``: the batch-mean loss's
 ``GradientsParams``, that loss as a float, and the logits (a tensor; ``DataParallel`` gives a
 numpy array). Neither touches the model's parameters: the Learner's optimizer steps them.
+``compiled_step()`` gives the whole step, optimizer included, captured (``ember.accel.compile``)
+where the strategy can replay it, else None.
 """
 from concurrent.futures import ThreadPoolExecutor
 
@@ -34,6 +36,20 @@ class Strategy:
         """The stop reason every process acts on (a stop asked for on any of them), or None."""
         return reason
 
+    def compiled_step(self):
+        """The training step captured for this strategy: ``step(model, optimizer, loss_fn, x, y)``
+        -> ``(loss, logits)`` after the optimizer step (loss: a 0-d tensor or a float), or None
+        where the strategy has none (the Learner then steps eagerly)."""
+        return None
+
+
+def train_step(model, optimizer, loss_fn, x, y):
+    """One batch: forward, loss, backward, optimizer step (what ``SingleDevice`` captures)."""
+    logits = model(x)
+    loss = loss_fn(logits, y)
+    optimizer.step(GradientsParams.from_grads(loss.backward(), model))
+    return loss, logits
+
 
 class SingleDevice(Strategy):
     """Forward and backward of the whole batch on the calling thread."""
@@ -44,6 +60,11 @@ class SingleDevice(Strategy):
         loss = loss_fn(logits, y)
         grads = GradientsParams.from_grads(loss.backward(), model)
         return grads, loss.item(), logits
+
+    def compiled_step(self):
+        """``train_step`` captured (``ember.accel.compile``): recorded once, replayed."""
+        from ember.accel.capture import compile as capture
+        return capture(train_step)
 
     def close(self):
         """Release what the strategy holds (nothing here)."""

@@ -205,3 +205,48 @@ def test_a_world_of_one_trains_as_single_device():
         weights.append({n: p.value.detach().numpy() for n, p in model.named_parameters()})
     for name in weights[0]:
         np.testing.assert_allclose(weights[1][name], weights[0][name], rtol=0, atol=1e-12)
+
+
+class _Unused(Module):
+    """An MLP with a layer the loss never reaches: its gradient is zeros in both steps."""
+
+    def __init__(self):
+        super().__init__()
+        gen = ember.Generator(4)
+        self.fc = Linear(4, 3, generator=gen)
+        self.spare = Linear(3, 2, generator=gen)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+@pytest.mark.parametrize("device", [ember.Cpu(), NumPy()], ids=repr)
+def test_a_world_of_one_captures_the_step_as_the_eager_one(device):
+    # a parameter without gradient and a learning rate the scheduler changes every 2 steps, replayed
+    from ember.accel.data import DataLoader
+    from ember.accel.data.dataset import InMemoryDataset
+    from ember.accel.distributed.captured import CapturedStep
+    from ember.accel.optim import AdamW, lr
+    from ember.accel.train import Learner
+    r = np.random.default_rng(1)
+    data = InMemoryDataset(r.standard_normal((20, 4)).astype(np.float32), r.integers(0, 3, 20))
+    weights = []
+    for compile in (False, "auto"):
+        model = _Unused()
+        ddp = dist.DistributedDataParallel()
+        learner = Learner(model, AdamW(model, lr=0.01), F.cross_entropy, epochs=2, strategy=ddp, progress=None,
+                          device=device, compile=compile, scheduler=lr.StepLR(0.01, 2, 0.5))
+        learner.fit(ddp.shard(DataLoader(data, batch_size=8, shuffle=True, seed=2, device=device)))
+        weights.append({n: p.value.detach().numpy() for n, p in model.named_parameters()})
+    assert type(learner.compiled) is CapturedStep and learner.compiled.refused == {}
+    assert learner.compiled.stats["update"]["replayed"] > 0
+    for name in weights[0]:
+        assert np.array_equal(weights[1][name], weights[0][name]), name
+
+
+def test_compile_true_names_the_strategies_that_capture():
+    from ember.accel.optim import SGD
+    from ember.accel.train import DataParallel, Learner
+    model = MLP()
+    with pytest.raises(ArgumentError, match="capture needs SingleDevice or DistributedDataParallel"):
+        Learner(model, SGD(model, lr=0.1), F.cross_entropy, strategy=DataParallel(2), progress=None, compile=True)

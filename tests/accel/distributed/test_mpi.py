@@ -2,8 +2,8 @@
 
 Each test starts ``worker.py`` with ``mpirun -n 2`` or ``-n 4 --oversubscribe`` (a subprocess with
 a timeout) and checks what rank 0 wrote against a single-process run of the same script: the
-trained weights, a killed or stopped rank failing the job fast, a checkpoint written at world
-size 2 resumed at world size 1. Needs Open MPI's mpirun (tools/system_packages.sh installs it) and mpi4py (``pip install ember[mpi]``).
+trained weights, eager and captured (the Learner's ``compile``), a killed or stopped rank failing
+the job fast, a checkpoint written at world size 2 resumed at world size 1. Needs Open MPI's mpirun (tools/system_packages.sh installs it) and mpi4py (``pip install ember[mpi]``).
 """
 import json
 import os
@@ -70,22 +70,64 @@ def test_weights_equal_single_process_on_the_union_batch(tmp_path, n, dtype, tol
     assert not np.allclose(got["fc1.weight"], _trained(None, "single", tmp_path / "e0", dtype, 1)[0]["fc1.weight"])
 
 
+def _compiled(out):
+    return json.load(open(str(out / "compiled.json")))
+
+
+@pytest.mark.parametrize("n, dtype, device, tol", [(2, "float64", "numpy", 1e-6), (2, "float64", "cpu", 1e-6),
+                                                   (4, "float32", "cpu", 1e-5)])
+def test_the_captured_step_equals_the_eager_one_and_the_union_batch(tmp_path, n, dtype, device, tol):
+    env = {"WORKER_DEVICE": device}
+    want, want_history = _trained(None, "single", tmp_path / "single", dtype, env=env)
+    eager, eager_history = _trained(n, "ddp", tmp_path / "eager", dtype, env=dict(env, WORKER_COMPILE="off"))
+    got, history = _trained(n, "ddp", tmp_path / "captured", dtype, env=env)
+    assert _compiled(tmp_path / "eager") is None
+    # the same kernels and scaling; a sum of two ranks is the same in any order, four may be
+    # associated otherwise by MPI for one flat message than for the eager step's buckets
+    _assert_same(got, eager, 0.0 if n == 2 else tol)
+    if n == 2:
+        assert history == eager_history
+    _assert_same(got, want, tol)
+    for a, b in zip(history, want_history):
+        assert abs(a["train_loss"] - b["train_loss"]) <= tol and a["train_accuracy"] == b["train_accuracy"]
+    info = _compiled(tmp_path / "captured")
+    assert info["refused"] == [], info
+    # 2 epochs of 4 full batches and a short one; the update's key changes once, when AdamW has made its state
+    assert info["stats"]["gradients"]["replayed"] == 6 and info["stats"]["update"]["replayed"] == 7, info
+    if device == "cpu":
+        assert info["lowering"] == {"gradients": "lowered", "update": "lowered"}, info
+
+
+def test_a_new_shard_shape_records_its_own_plan(tmp_path):
+    # the short last batch (2 rows a rank instead of 12) runs eagerly in epoch 1, is recorded in
+    # epoch 2 and replayed in epoch 3; the update's plan does not depend on the batch
+    env = {"WORKER_DEVICE": "cpu"}
+    want, _ = _trained(None, "single", tmp_path / "single", "float64", epochs=3, env=env)
+    got, _ = _trained(2, "ddp", tmp_path / "captured", "float64", epochs=3, env=env)
+    _assert_same(got, want, 1e-6)
+    stats = _compiled(tmp_path / "captured")["stats"]
+    assert stats["gradients"] == {"eager": 2, "recorded": 2, "replayed": 11}, stats
+    assert stats["update"] == {"eager": 2, "recorded": 1, "replayed": 12}, stats
+
+
 def test_collectives_on_every_device(tmp_path):
     rc, text, _ = _run(2, "collectives", tmp_path, epochs=0)
     assert rc == 0, text[-3000:]
     assert (tmp_path / "collectives.ok").read_text() == "2 ranks\n"
 
 
-def test_a_killed_rank_fails_the_job_fast(tmp_path):
-    rc, text, seconds = _run(2, "kill", tmp_path, timeout=60, env={"WORKER_TIMEOUT": "10"})
+@pytest.mark.parametrize("compile", ["off", "auto"])
+def test_a_killed_rank_fails_the_job_fast(tmp_path, compile):
+    rc, text, seconds = _run(2, "kill", tmp_path, timeout=60, env={"WORKER_TIMEOUT": "10", "WORKER_COMPILE": compile})
     assert rc != 0
     assert "rank 1" in text and "signal 9" in text, text[-3000:]
     assert seconds < 30, "the job took %.1f s to fail" % seconds
     assert not (tmp_path / "weights.npz").exists()
 
 
-def test_a_hung_rank_makes_the_others_time_out_with_a_clear_error(tmp_path):
-    rc, text, seconds = _run(2, "hang", tmp_path, timeout=60, env={"WORKER_TIMEOUT": "3"})
+@pytest.mark.parametrize("compile", ["off", "auto"])
+def test_a_hung_rank_makes_the_others_time_out_with_a_clear_error(tmp_path, compile):
+    rc, text, seconds = _run(2, "hang", tmp_path, timeout=60, env={"WORKER_TIMEOUT": "3", "WORKER_COMPILE": compile})
     assert rc != 0
     assert "CollectiveTimeout" in text and "rank 0 of 2 waited 3.0 s for the other ranks" in text, text[-3000:]
     assert seconds < 30, "the job took %.1f s to fail" % seconds
@@ -103,12 +145,13 @@ def test_a_checkpoint_written_at_world_size_2_resumes_at_world_size_1(tmp_path):
     assert abs(history[-1]["train_loss"] - want_history[-1]["train_loss"]) <= 1e-6
 
 
-def test_a_stop_asked_on_one_rank_stops_every_rank_and_resumes_at_world_size_1(tmp_path):
+@pytest.mark.parametrize("compile", ["off", "auto"])
+def test_a_stop_asked_on_one_rank_stops_every_rank_and_resumes_at_world_size_1(tmp_path, compile):
     want, _ = _trained(None, "single", tmp_path / "straight", "float64", epochs=2)
     run = str(tmp_path / "run")
     out = tmp_path / "two"
     out.mkdir()
-    rc, text, _ = _run(2, "stop", out, "float64", epochs=2, env={"WORKER_RUN_DIR": run})
+    rc, text, _ = _run(2, "stop", out, "float64", epochs=2, env={"WORKER_RUN_DIR": run, "WORKER_COMPILE": compile})
     assert rc == 0, text[-3000:]
     history = json.load(open(str(out / "history.json")))
     assert history == []  # stopped in epoch 1

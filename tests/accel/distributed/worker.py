@@ -7,7 +7,11 @@ single trains the same model on the whole batches in one process (the reference)
 make rank 1 die (SIGKILL) or stop (SIGSTOP) at its third batch; stop is resume where rank 1
 asks its Learner to stop at its third batch (as SIGTERM would); collectives checks
 all_reduce/broadcast/all_gather values on the Cpu, NumPy and Autodiff devices and exits 0. Rank 0 (or the single process)
-writes the final weights and history to OUT/weights.npz and OUT/history.json.
+writes the final weights and history to OUT/weights.npz and OUT/history.json, and the Learner's
+captured step's stats to OUT/compiled.json (null when it stepped eagerly).
+
+``WORKER_COMPILE``: the Learner's ``compile`` ("auto", the default, or "off"); ``WORKER_DEVICE``:
+where to train ("numpy", the default, or "cpu": the C-backed Cpu).
 """
 import json
 import os
@@ -22,7 +26,7 @@ from ember.accel.data import DataLoader
 from ember.accel.data.dataset import InMemoryDataset
 from ember.accel.numpy import NumPy
 from ember.accel.optim import AdamW
-from ember.accel.train import Learner, SingleDevice
+from ember.accel.train import Learner, SingleDevice, metrics
 from ember.nn.linear import Linear
 from ember.nn.module import Module
 
@@ -49,19 +53,29 @@ def data():
     return InMemoryDataset(x, y)
 
 
-class Saboteur:
-    """The loss, except that rank 1 kills or stops itself at its third call."""
+class Saboteur(metrics.Metric):
+    """A run metric (updated after every step, captured or not) that makes rank 1 kill or stop
+    itself, or ask its Learner to stop, at its third step."""
+
+    name = "saboteur"
+    split = False
 
     def __init__(self, how, rank):
-        self.how, self.rank, self.calls = how, rank, 0
+        self.how, self.rank, self.calls, self.learner = how, rank, 0, None
+        super().__init__()
 
-    def __call__(self, logits, y):
+    def reset(self):
+        pass
+
+    def update(self, out):
         self.calls += 1
         if self.rank == 1 and self.calls == 3 and self.how == "stop":
             self.learner.request_stop("rank 1 asked")
         elif self.rank == 1 and self.calls == 3:
             os.kill(os.getpid(), signal.SIGKILL if self.how == "kill" else signal.SIGSTOP)
-        return F.cross_entropy(logits, y)
+
+    def compute(self):
+        return 0.0
 
 
 def collectives():
@@ -94,9 +108,12 @@ def _np(t):
 
 def main():
     ember.seed(1)
+    device = {"numpy": NumPy, "cpu": ember.Cpu}[os.environ.get("WORKER_DEVICE", "numpy")]()
+    compile = {"auto": "auto", "off": False}[os.environ.get("WORKER_COMPILE", "auto")]
     model = MLP().to(dtype=getattr(ember, DTYPE))
-    loader = DataLoader(data(), batch_size=BATCH, shuffle=True, seed=7, device=NumPy())
-    loss = F.cross_entropy
+    loader = DataLoader(data(), batch_size=BATCH, shuffle=True, seed=7, device=device)
+    measures = ["loss", "accuracy"]
+    saboteur = None
     run_dir = None
     resume = None
     if MODE == "single":
@@ -106,18 +123,25 @@ def main():
         strategy = DistributedDataParallel(bucket_mb=0.001, timeout=float(os.environ.get("WORKER_TIMEOUT", "20")))
         train, rank = strategy.shard(loader), strategy.rank
         if MODE in ("kill", "hang", "stop"):
-            loss = Saboteur(MODE, rank)
+            saboteur = Saboteur(MODE, rank)
+            measures.append(saboteur)
     if MODE in ("resume", "single", "stop") and os.environ.get("WORKER_RUN_DIR"):
         run_dir, resume = os.environ["WORKER_RUN_DIR"], "latest"
-    learner = Learner(model, AdamW(model, lr=0.01), loss, epochs=EPOCHS, strategy=strategy, progress=None,
-                      metrics=["loss", "accuracy"], run_dir=run_dir, plot=False, device=NumPy())
-    loss.learner = learner
+    learner = Learner(model, AdamW(model, lr=0.01), F.cross_entropy, epochs=EPOCHS, strategy=strategy,
+                      progress=None, metrics=measures, run_dir=run_dir, plot=False, device=device, compile=compile)
+    if saboteur is not None:
+        saboteur.learner = learner
     result = learner.fit(train, resume=resume)
     if rank == 0:
         weights = {name: p.value.detach().numpy() for name, p in model.named_parameters()}
         np.savez(os.path.join(OUT, "weights.npz"), **weights)
         with open(os.path.join(OUT, "history.json"), "w") as f:
-            json.dump([{k: v for k, v in r.items() if k != "epoch_seconds"} for r in result.history], f)
+            json.dump([{k: v for k, v in r.items() if k not in ("epoch_seconds", "saboteur")}
+                       for r in result.history], f)
+        with open(os.path.join(OUT, "compiled.json"), "w") as f:
+            json.dump(None if learner.compiled is None else
+                      {"stats": learner.compiled.stats, "refused": [str(v) for v in learner.compiled.refused.values()],
+                       "lowering": getattr(learner.compiled, "lowering", None)}, f)
 
 
 if MODE == "collectives":
