@@ -92,5 +92,21 @@ SPECS = float_cases() + int_cases()
 CASES = kit.variants(SPECS)
 
 
+# torch's float64 sqrt on a CPU where it dispatches to AVX-512 is SLEEF's 0.5-ulp one, not IEEE's
+# correctly rounded sqrt (torch.sqrt(0.5) gave 0.7071067811865475 on such a machine, 2026-12-02):
+# the Torch backends are held to one ulp there, every other backend to the exact result
+TORCH_SQRT_F64 = (2.3e-16, 0.0)
+
+
+def _held_to(device, case):
+    from ember.backend import chain
+    if case.tol == EXACT and case.name.startswith("sqrt.f64") and \
+            any(type(d).__name__ == "Torch" for d in chain(device)):
+        import copy
+        case = copy.copy(case)
+        case.tol = TORCH_SQRT_F64
+    return case
+
+
 def test_unary(device, case):
-    kit.run(device, case)
+    kit.run(device, _held_to(device, case))
