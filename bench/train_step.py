@@ -13,8 +13,8 @@ weights and data; one step is compared before timing.
 
 ``--backend auto`` takes the fastest CPU backend there is: the Cpu device with its C kernels when
 they are built (its captured step runs as one C loop), else the NumPy device when numpy is
-installed, else the pure-Python Cpu. numpy's BLAS and PyTorch
-get the same thread count (``--threads``, default 1), set before either library loads.
+installed, else the pure-Python Cpu. ember's C kernels, numpy's
+BLAS and PyTorch get the same thread count (``--threads``, default 1), set before any of them loads.
 
 Timing copes with a noisy machine: each cell is a batch of steps lasting about ``--target``
 seconds; every round times all cells once in shuffled order; a figure is the median over rounds.
@@ -49,8 +49,8 @@ def _arg(argv, name, default, kind):
 
 ARGV = sys.argv[1:]
 THREADS = _arg(ARGV, "--threads", 1, int)
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = str(THREADS)  # read when numpy/torch load: set before importing them
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "EMBER_NUM_THREADS"):
+    os.environ[_var] = str(THREADS)  # read when numpy/torch/ember's C kernels load: set before importing them
 
 import ember  # noqa: E402
 from _load import LoadMeter  # noqa: E402  (bench/_load.py: this script's folder is on sys.path)
