@@ -19,6 +19,8 @@ repetitions between two synchronizing reads:
   and a CUDA graph; ``mlp_b64_step_ms`` is the fastest lowered compiled step, with a read per step;
   ``*_compiled_step_ms_by_parts``: the compiled step with its replay cut into several command
   buffers (``lower_wgpu.PARTS``: fractions of the step's dispatches, each part submitted in turn);
+  ``*_compiled_step_ms_by_split_k``: the compiled step under each split-K rule of ``SPLIT_RULES``
+  (``matmul_kernels.SPLIT_MIN_K:SPLIT_CHUNK``: how a product with few output tiles is cut along K);
 - fusion (issue 13): GELU from primitives over 64M floats as one fused kernel through
   ``Fusion(Wgpu())`` (``gelu_fused_tbps``, ``gelu_fused_vs_copy`` against PyTorch's device copy;
   GPU time of a batch of calls, as CUDA events time PyTorch; ``*_wall_*`` adds the recording),
@@ -554,6 +556,7 @@ def bench_queued(dev, torch):
 # -- training steps -----------------------------------------------------------------------------------
 
 SPLITS = ((1.0,), (0.5, 1.0), (0.25, 1.0), (0.15, 0.5, 1.0), (0.1, 0.3, 0.6, 1.0))
+SPLIT_RULES = ((2048, 512), (1024, 256), (512, 128), (256, 64), (128, 32))  # (SPLIT_MIN_K, SPLIT_CHUNK)
 
 
 def bench_training(dev, torch, np):
@@ -614,6 +617,21 @@ def bench_training(dev, torch, np):
                 finally:
                     lower_wgpu.PARTS = default
             OUT[key + "compiled_step_ms_by_parts"] = split
+            # split-K rules (matmul_kernels.SPLIT_MIN_K, SPLIT_CHUNK): where a small product's K
+            # is cut into slices that fill the GPU
+            from ember.accel.wgpu import matmul_kernels as mk
+            rule, by_rule = (mk.SPLIT_MIN_K, mk.SPLIT_CHUNK), {}
+            for min_k, chunk in SPLIT_RULES:
+                mk.SPLIT_MIN_K, mk.SPLIT_CHUNK = min_k, chunk
+                try:
+                    cs = compile(step)
+                    for _ in range(3):
+                        cs()
+                    by_rule["%d:%d" % (min_k, chunk)] = round(
+                        timed(lambda: cs().item(), dev.synchronize, 20 if not QUICK else 2) * 1e3, 4)
+                finally:
+                    mk.SPLIT_MIN_K, mk.SPLIT_CHUNK = rule
+            OUT[key + "compiled_step_ms_by_split_k"] = by_rule
             line += " [%s] eager %.3f ms, compiled %.3f ms with a read per step (%.3f ms queued; %d dispatches; %s) " \
                     "(first loss %.4f);" % ("Autodiff(Fusion(Wgpu()))" if tag else "Autodiff(Wgpu())", t * 1e3, tc * 1e3,
                                             tc_nosync * 1e3, OUT[key + "compiled_dispatches"], compiled.lowering, first)

@@ -1,6 +1,6 @@
 """Where a captured training step's time goes on a GPU (issue 23), beside PyTorch CUDA's floors.
 
-    python bench/gpu_profile.py [--quick] [--json PATH]
+    python bench/gpu_profile.py [--quick] [--json PATH] [--split-k MIN_K:CHUNK] [--models mlp,lenet,cnn]
 
 - **Read floors**: a submit of nothing and a wait; ``Runtime.sync``; a 4-byte read through
   ``Runtime.read`` (the path every ``.item()`` takes) and through wgpu-py's own map-and-wait; a
@@ -14,8 +14,9 @@
   in one command buffer, so no host work and no read is in it); and each dispatch's GPU time
   (repeated alone in one pass), summed by kernel.
 
-The step's time with a read is about: host time + GPU time + the read floor. The last line is one
-JSON object.
+The step's time with a read is about: host time + GPU time + the read floor. ``--split-k`` sets
+the Wgpu matmuls' split-K rule (``matmul_kernels.SPLIT_MIN_K``, ``SPLIT_CHUNK``) for the whole run;
+``--models`` profiles only those steps. The last line is one JSON object.
 """
 import json
 import statistics
@@ -36,6 +37,10 @@ from _models import LeNet, MLP, MnistCNN  # noqa: E402  bench/_models.py
 
 QUICK = "--quick" in sys.argv
 OUT = {}
+
+
+def arg(name, default):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
 
 
 def log(*args):
@@ -132,10 +137,13 @@ def steps(dev):
     batch = 64
     rng = np.random.default_rng(2)
     keys = {}
+    models = arg("--models", "mlp,lenet,cnn").split(",")
     for name, cls, shape in (("mlp", MLP, (batch, 784)), ("lenet", LeNet, (batch, 1, 28, 28)),
                              ("cnn", MnistCNN, (batch, 1, 28, 28))):
         xs = rng.standard_normal(shape).astype(np.float32)
         ys = rng.integers(0, 10, batch)
+        if name not in models:
+            continue
         for tag, ad in (("", Autodiff(dev)), ("fused_", Autodiff(Fusion(dev)))):
             model = cls(ember.Generator(0)).to(ad)
             opt = SGD(model, lr=0.01)
@@ -288,9 +296,15 @@ def main():
         torch = None
     dev = Wgpu()
     log("adapter %s" % dev.rt.label)
+    rule = arg("--split-k", None)
+    if rule:
+        from ember.accel.wgpu import matmul_kernels as mk
+        mk.SPLIT_MIN_K, mk.SPLIT_CHUNK = (int(v) for v in rule.split(":"))
+    OUT["split_k"] = "%d:%d" % (mk.SPLIT_MIN_K, mk.SPLIT_CHUNK) if rule else "default"
+    log("split-K rule (SPLIT_MIN_K:SPLIT_CHUNK): %s" % OUT["split_k"])
     floors(dev, torch)
     steps(dev)
-    path = sys.argv[sys.argv.index("--json") + 1] if "--json" in sys.argv else None
+    path = arg("--json", None)
     if path:
         with open(path, "w") as f:
             json.dump(OUT, f, indent=1)

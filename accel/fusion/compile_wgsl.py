@@ -767,25 +767,43 @@ class WgslCompiler:
             self._run_direct_matmul(kernel, space, K, inputs, outs)
         return outs
 
-    def _tiled_ok(self, kernel, space, K, inputs):
+    def _tiled_inputs(self, kernel, space, K, inputs):
+        """``inputs`` as the tiled kernels can read them, or None where they cannot run the product.
+        A transposed or sliced operand of a large enough product is copied first, as the matmul
+        primitive does (``wgpu/linalg.py``), so a fused product takes the same kernel and bits."""
         a, sa, oa = inputs[kernel.a]
         b, sb, ob = inputs[kernel.b]
         dt = _dtype(kernel.acc_dtype)
         if dt is not dtypes.float32 or a.dtype is not dt or b.dtype is not dt:
-            return False
+            return None
         m, n = space[-2:]
         if K % 4 or n % 4 or m * n * K < 1 << 15 or len(space) - 2 > mk.MAXB:
-            return False
+            return None
         if any(_dtype(kernel.nodes[o][1]) is not dtypes.float32 for o, _ in kernel.outputs):
-            return False
-        for arr, st, off, rows in ((a, sa, oa, m), (b, sb, ob, K)):
-            if not ((st[-1] == 1) and (st[-2] % 4 == 0 or rows == 1) and self._base(arr, off) % 4 == 0
-                    and all(s % 4 == 0 for s in st[:-2])):
-                return False
-        return True
+            return None
+
+        def rows_ok(arr, st, off, rows):
+            return (st[-1] == 1 and (st[-2] % 4 == 0 or rows == 1) and self._base(arr, off) % 4 == 0
+                    and all(s % 4 == 0 for s in st[:-2]))
+        if rows_ok(a, sa, oa, m) and rows_ok(b, sb, ob, K):
+            return inputs
+        if m * n * K < 1 << 18:
+            return None
+        from ember.accel.wgpu.arrays import WArray
+        batch = space[:-2]
+        inputs = list(inputs)
+        for j, dims in ((kernel.a, (m, K)), (kernel.b, (K, n))):
+            arr, st, off = inputs[j]
+            if not rows_ok(arr, st, off, dims[0]):
+                shape = batch + dims
+                copy = self.dev._contiguous(WArray(arr.block, shape, dt, tuple(st), off))
+                inputs[j] = (copy, contiguous_strides(shape), 0)
+        (a, sa, oa), (b, sb, ob) = inputs[kernel.a], inputs[kernel.b]
+        return inputs if rows_ok(a, sa, oa, m) and rows_ok(b, sb, ob, K) else None
 
     def _run_tiled(self, kernel, space, K, inputs, outs):
-        if not self._tiled_ok(kernel, space, K, inputs):
+        inputs = self._tiled_inputs(kernel, space, K, inputs)
+        if inputs is None:
             return False
         dev = self.dev
         m, n = space[-2:]

@@ -45,12 +45,13 @@ class Variant:
 SIMT = [Variant(*v) for v in ((128, 128, 8, 8, 8), (128, 128, 16, 8, 8), (128, 64, 8, 8, 8),
                               (64, 128, 8, 8, 8), (64, 128, 16, 8, 8), (128, 64, 16, 8, 8),
                               (64, 64, 8, 8, 8), (128, 128, 8, 8, 16), (64, 64, 8, 4, 4),
-                              (64, 64, 16, 4, 8), (128, 128, 8, 8, 4), (32, 32, 8, 4, 4))]
+                              (64, 64, 16, 4, 8), (128, 128, 8, 8, 4), (32, 32, 8, 4, 4),
+                              (16, 128, 8, 4, 8))]
 COOP = [Variant(64, 64, 16, 0, 0, coop=16), Variant(128, 128, 16, 0, 0, coop=16),
         Variant(128, 128, 32, 0, 0, coop=16), Variant(64, 64, 8, 0, 0, coop=8),
         Variant(128, 128, 16, 0, 0, coop=8)]
 _BY_NAME = {v.name: v for v in SIMT + COOP}
-DEFAULT = {"small": "32x32x8_4x4", "medium": "64x64x8_4x4", "large": "128x128x8_8x8"}
+DEFAULT = {"small": "32x32x8_4x4", "medium": "64x64x8_4x4", "large": "128x128x8_8x8", "narrow": "16x128x8_4x8"}
 _FLOATS = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
 MAXB = 4  # batch dims a tiled kernel addresses
 
@@ -76,6 +77,8 @@ def _rows_contiguous(dev, x):
 
 
 def _default_variant(m, n, k):
+    if m <= 16 and n >= 1024:  # a few rows (a small layer's filters): taller tiles would be mostly empty
+        return DEFAULT["narrow"]
     work = m * n
     if work >= 1 << 20:
         return DEFAULT["large"]
@@ -307,12 +310,22 @@ def finalize_source(dtype, st, flavor):
     return "\n".join(L) + "\n"
 
 
+# split-K: a product whose output tiles cannot fill the GPU (fewer than SPLIT_TILES workgroups) and
+# whose K is at least SPLIT_MIN_K is cut along K into slices of at least SPLIT_CHUNK, aiming at
+# SPLIT_WORKGROUPS workgroups (bench/gpu.py sweeps the pairs in SPLIT_RULES on the real GPU)
+SPLIT_TILES = 128
+SPLIT_WORKGROUPS = 256
+SPLIT_MIN_K, SPLIT_CHUNK = 256, 64  # the H200's best for the batch-64 training steps (bench/results)
+
+
 def split_k(v, m, n, k, batch):
     """(slices, k per slice): split K when the output tiles alone cannot fill the GPU."""
     tiles = ((m + v.bm - 1) // v.bm) * ((n + v.bn - 1) // v.bn) * batch
-    if tiles >= 128 or k < 2048:
+    if tiles >= SPLIT_TILES or k < SPLIT_MIN_K:
         return 1, k
-    ks = min((256 + tiles - 1) // tiles, k // 512)
+    ks = min((SPLIT_WORKGROUPS + tiles - 1) // tiles, k // SPLIT_CHUNK)
+    if ks < 2:
+        return 1, k
     chunk = (k + ks - 1) // ks
     chunk = (chunk + v.bk - 1) // v.bk * v.bk
     return (k + chunk - 1) // chunk, chunk

@@ -433,6 +433,28 @@ def test_the_tiled_kernel_without_epilogue_is_the_plain_matmul(dev, comp):
     _exact(dev, y, dev.matmul(a, b), "float32")
 
 
+@pytest.mark.parametrize("which", ["a", "b", "both"])
+def test_a_large_product_with_a_transposed_operand_copies_it_and_takes_the_tiles(dev, comp, which):
+    # x @ W.T (a Linear's forward), g.T @ x (its weight gradient): the matmul primitive copies the
+    # transposed operand and runs the tiled kernel; the fused product does the same, so the bits agree
+    m, n, kk = 16, 64, 320  # m * n * k >= 2**18: worth a copy
+    at = _up(dev, _rand(m * kk, 40, -1, 1), (kk, m), "float32")
+    bt = _up(dev, _rand(kk * n, 41, -1, 1), (n, kk), "float32")
+    a_in = (at, (1, m), 0) if which in ("a", "both") else None
+    b_in = (bt, (1, kk), 0) if which in ("b", "both") else None
+    a = dev.permute(at, (1, 0)) if a_in else dev._contiguous(dev.permute(at, (1, 0)))
+    b = dev.permute(bt, (1, 0)) if b_in else dev._contiguous(dev.permute(bt, (1, 0)))
+    a_in = a_in or (a, (kk, 1), 0)
+    b_in = b_in or (b, (n, 1), 0)
+    nodes = [("acc", "float32"), ("const", "float32", 0.0), ("binary", "float32", "maximum", 0, 1)]
+    kern = MatmulKernel(2, 0, 1, "float32", ["float32", "float32"], nodes, [(2, False)])
+    before = set(dev.rt._pipelines)
+    [y] = comp.run(kern, (m, n, kk), [a_in, b_in])
+    new = [k for k in set(dev.rt._pipelines) - before if type(k) is tuple]
+    assert not any(k[:2] == ("fusion", kern.key) or "direct" in str(k) for k in new), new
+    _exact(dev, y, dev.binary("maximum", dev.matmul(a, b), 0.0), "float32")
+
+
 def test_split_k_runs_the_epilogue_in_its_finalize_step(dev, comp):
     m, n, kk = 32, 64, 2048  # few output tiles, long K: the product is split along K
     a = _up(dev, _rand(m * kk, 30, -1, 1), (m, kk), "float32")
