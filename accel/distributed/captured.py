@@ -20,6 +20,7 @@ import numpy as np
 
 import ember
 from ember.backend import grad_device
+from ember.shapes import numel
 
 from ember.accel.capture import compile as capture
 from ember.accel.optim import GradientsParams
@@ -36,13 +37,6 @@ def _groups(model):
     return list(groups.values())
 
 
-def _numel(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
 def _gradients(model, loss_fn, x, y):
     """The recorded half before the all-reduce: (loss, logits, [flat gradient sums per dtype])."""
     logits = model(x)
@@ -54,7 +48,7 @@ def _gradients(model, loss_fn, x, y):
         for p in group:
             g = grads.by_id.get(p.id)
             if g is None:  # a parameter this loss does not reach: its gradient is zeros, as in the eager step
-                g = ember.zeros((_numel(p.value.shape),), dtype=p.value.dtype, device=grad_device(p.value.device).inner)
+                g = ember.zeros((numel(p.value.shape),), dtype=p.value.dtype, device=grad_device(p.value.device).inner)
             parts.append(g.reshape(-1))
         flats.append(ember.cat(parts))
     return loss, logits, flats
@@ -66,7 +60,7 @@ def _update(model, optimizer, flats):
     for group, flat in zip(_groups(model), flats):
         a = 0
         for p in group:
-            n = _numel(p.value.shape)
+            n = numel(p.value.shape)
             by_id[p.id] = flat[a:a + n].reshape(p.value.shape)
             a += n
     optimizer.step(GradientsParams(by_id))
