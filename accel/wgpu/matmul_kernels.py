@@ -45,13 +45,12 @@ class Variant:
 SIMT = [Variant(*v) for v in ((128, 128, 8, 8, 8), (128, 128, 16, 8, 8), (128, 64, 8, 8, 8),
                               (64, 128, 8, 8, 8), (64, 128, 16, 8, 8), (128, 64, 16, 8, 8),
                               (64, 64, 8, 8, 8), (128, 128, 8, 8, 16), (64, 64, 8, 4, 4),
-                              (64, 64, 16, 4, 8), (128, 128, 8, 8, 4), (32, 32, 8, 4, 4),
-                              (16, 128, 8, 4, 8))]
+                              (64, 64, 16, 4, 8), (128, 128, 8, 8, 4), (32, 32, 8, 4, 4))]
 COOP = [Variant(64, 64, 16, 0, 0, coop=16), Variant(128, 128, 16, 0, 0, coop=16),
         Variant(128, 128, 32, 0, 0, coop=16), Variant(64, 64, 8, 0, 0, coop=8),
         Variant(128, 128, 16, 0, 0, coop=8)]
 _BY_NAME = {v.name: v for v in SIMT + COOP}
-DEFAULT = {"small": "32x32x8_4x4", "medium": "64x64x8_4x4", "large": "128x128x8_8x8", "narrow": "16x128x8_4x8"}
+DEFAULT = {"small": "32x32x8_4x4", "medium": "64x64x8_4x4", "large": "128x128x8_8x8"}
 _FLOATS = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
 MAXB = 4  # batch dims a tiled kernel addresses
 
@@ -77,8 +76,6 @@ def _rows_contiguous(dev, x):
 
 
 def _default_variant(m, n, k):
-    if m <= 16 and n >= 1024:  # a few rows (a small layer's filters): taller tiles would be mostly empty
-        return DEFAULT["narrow"]
     work = m * n
     if work >= 1 << 20:
         return DEFAULT["large"]
