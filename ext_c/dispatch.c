@@ -632,6 +632,46 @@ static void conv_task(void *ptr, int tid, int nt)
     work_put(raw);
 }
 
+/* whether every thread's share of the batch (nt threads) takes conv kernel `kind` with the batch in
+   the vector lanes (k_conv_lanes.c) */
+static int lanes_for(const emb_table *T, int dtype, const emb_i *p, int kind, int nt)
+{
+    emb_i lo, hi;
+    int t;
+    for (t = 0; t < nt; t++) {
+        share(p[EMB_CV_N], t, nt, 1, &lo, &hi);
+        if (hi > lo && T->conv_lanes(dtype, p, kind, hi - lo) == 0)
+            return 0;
+    }
+    return 1;
+}
+
+typedef struct {
+    int dtype;
+    const emb_i *p;
+    const void *x, *w, *bias;
+    void *out;
+    int rc;
+} lanes_ctx;
+
+static void lanes_forward_task(void *ptr, int tid, int nt)
+{
+    lanes_ctx *c = (lanes_ctx *)ptr;
+    const emb_table *T = TABLE();
+    emb_i lo, hi;
+    void *raw, *work;
+    share(c->p[EMB_CV_N], tid, nt, 1, &lo, &hi);
+    if (lo >= hi)
+        return;
+    work = work_get(0, (size_t)T->conv_lanes_work(c->dtype, c->p) * (c->dtype == EMB_F64 ? 8 : 4), &raw);
+    if (!work) {
+        c->rc = -1;
+        return;
+    }
+    T->conv_lanes_run(c->dtype, EMB_LANES_FORWARD, c->p, c->x, c->w, c->bias, c->out, lo, hi, work);
+    work_put(raw);
+}
+
 int emb_conv2d(int dtype, uintptr_t params, uintptr_t x, uintptr_t w, uintptr_t bias, uintptr_t out,
                int nthreads)
 {
@@ -644,6 +684,18 @@ int emb_conv2d(int dtype, uintptr_t params, uintptr_t x, uintptr_t w, uintptr_t 
                   p[EMB_CV_KW] * p[EMB_CV_OH] * p[EMB_CV_OW];
     int nt = threads_for(nthreads, macs, 1 << 21);
     size_t es = dtype == EMB_F64 ? 8 : 4;
+    if (nt <= p[EMB_CV_N] && lanes_for(T, dtype, p, EMB_LANES_FORWARD, nt)) {
+        lanes_ctx l;
+        l.dtype = dtype;
+        l.p = p;
+        l.x = (const void *)x;
+        l.w = (const void *)w;
+        l.bias = (const void *)bias;
+        l.out = (void *)out;
+        l.rc = 0;
+        parallel(nt, lanes_forward_task, &l);
+        return l.rc;
+    }
     c.dtype = dtype;
     c.p = p;
     c.w = (const void *)w;
@@ -854,8 +906,30 @@ typedef struct {
     const void *a, *b;
     void *out;
     void **partial; /* weight gradient: one buffer per thread (thread 0's is out) */
+    int lanes;      /* conv: every share takes the batch-in-lanes kernel */
     int rc;
 } grad_ctx;
+
+/* a conv gradient's images [lo, hi): the batch-in-lanes kernel or the per-image one */
+static void conv_grad_share(grad_ctx *c, int kind, void *out, emb_i lo, emb_i hi)
+{
+    const emb_table *T = TABLE();
+    void *raw, *work;
+    size_t es = c->dtype == EMB_F64 ? 8 : 4;
+    emb_i words = c->lanes ? T->conv_lanes_work(c->dtype, c->p) : T->conv_grad_work(c->dtype, c->p);
+    work = work_get(0, (size_t)words * es, &raw);
+    if (!work) {
+        c->rc = -1;
+        return;
+    }
+    if (c->lanes)
+        T->conv_lanes_run(c->dtype, kind, c->p, c->a, c->b, 0, out, lo, hi, work);
+    else if (kind == EMB_LANES_INPUT)
+        T->conv_grad_input(c->dtype, c->p, c->a, c->b, out, lo, hi, work);
+    else
+        T->conv_grad_weight(c->dtype, c->p, c->a, c->b, out, lo, hi, work);
+    work_put(raw);
+}
 
 static double conv_macs(const emb_i *p)
 {
@@ -866,19 +940,10 @@ static double conv_macs(const emb_i *p)
 static void grad_input_task(void *ptr, int tid, int nt)
 {
     grad_ctx *c = (grad_ctx *)ptr;
-    const emb_table *T = TABLE();
     emb_i lo, hi;
-    void *raw, *work;
     share(c->p[EMB_CV_N], tid, nt, 1, &lo, &hi);
-    if (lo >= hi)
-        return;
-    work = work_get(0, (size_t)T->conv_grad_work(c->dtype, c->p) * (c->dtype == EMB_F64 ? 8 : 4), &raw);
-    if (!work) {
-        c->rc = -1;
-        return;
-    }
-    T->conv_grad_input(c->dtype, c->p, c->a, c->b, c->out, lo, hi, work);
-    work_put(raw);
+    if (lo < hi)
+        conv_grad_share(c, EMB_LANES_INPUT, c->out, lo, hi);
 }
 
 int emb_conv2d_grad_input(int dtype, uintptr_t params, uintptr_t g, uintptr_t w, uintptr_t gx, int nthreads)
@@ -894,6 +959,7 @@ int emb_conv2d_grad_input(int dtype, uintptr_t params, uintptr_t g, uintptr_t w,
     c.rc = 0;
     if (nt > p[EMB_CV_N])
         nt = (int)EMB_MAX_(1, p[EMB_CV_N]);
+    c.lanes = lanes_for(TABLE(), dtype, p, EMB_LANES_INPUT, nt);
     parallel(nt, grad_input_task, &c);
     return c.rc;
 }
@@ -901,17 +967,9 @@ int emb_conv2d_grad_input(int dtype, uintptr_t params, uintptr_t g, uintptr_t w,
 static void grad_weight_task(void *ptr, int tid, int nt)
 {
     grad_ctx *c = (grad_ctx *)ptr;
-    const emb_table *T = TABLE();
     emb_i lo, hi;
-    void *raw, *work;
     share(c->p[EMB_CV_N], tid, nt, 1, &lo, &hi);
-    work = work_get(0, (size_t)T->conv_grad_work(c->dtype, c->p) * (c->dtype == EMB_F64 ? 8 : 4), &raw);
-    if (!work) {
-        c->rc = -1;
-        return;
-    }
-    T->conv_grad_weight(c->dtype, c->p, c->a, c->b, c->partial[tid], lo, hi, work);
-    work_put(raw);
+    conv_grad_share(c, EMB_LANES_WEIGHT, c->partial[tid], lo, hi); /* an empty share writes zeros */
 }
 
 int emb_conv2d_grad_weight(int dtype, uintptr_t params, uintptr_t x, uintptr_t g, uintptr_t gw, int nthreads)
@@ -930,6 +988,7 @@ int emb_conv2d_grad_weight(int dtype, uintptr_t params, uintptr_t x, uintptr_t g
     c.b = (const void *)g;
     c.partial = partial;
     c.rc = 0;
+    c.lanes = lanes_for(TABLE(), dtype, p, EMB_LANES_WEIGHT, nt);
     partial[0] = (void *)gw;
     raws[0] = 0;
     for (t = 1; t < nt; t++) {

@@ -248,22 +248,9 @@ void EMB_FN(conv_grad_weight)(int dtype, const emb_i *p, const void *xv, const v
 /* Float32 2x2 max-pool gradient windows, a vector of L at a time: the rows' elements split into the
    windows' left and right ones, the scalar loop's flags as lane masks, the four gradients put back in
    place. A row of n >= L windows is taken whole, its last vector overlapping the one before (the same
-   values written twice), so LeNet's 14 and 5 windows a row go by vector too. Needs
-   __builtin_shufflevector (clang, GCC 12). */
-#if defined(EMB_VEC_BYTES) && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12))
-#define PG_EVEN16 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30
-#define PG_ODD16 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31
-#define PG_LO16 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23
-#define PG_HI16 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31
-#define PG_EVEN8 0, 2, 4, 6, 8, 10, 12, 14
-#define PG_ODD8 1, 3, 5, 7, 9, 11, 13, 15
-#define PG_LO8 0, 8, 1, 9, 2, 10, 3, 11
-#define PG_HI8 4, 12, 5, 13, 6, 14, 7, 15
-#define PG_EVEN4 0, 2, 4, 6
-#define PG_ODD4 1, 3, 5, 7
-#define PG_LO4 0, 4, 1, 5
-#define PG_HI4 2, 6, 3, 7
-
+   values written twice), so LeNet's 14 and 5 windows a row go by vector too (where EMB_SHUFFLE is
+   set). */
+#ifdef EMB_SHUFFLE
 #define PG_SELECT(m, x, y) ((VF)(((VI)(x) & (m)) | ((VI)(y) & ~(m))))
 
 /* windows [0, n) of one pair of rows, n >= L: the picks of POOL_GRAD_MAX2's scalar loop */
@@ -281,10 +268,10 @@ void EMB_FN(conv_grad_weight)(int dtype, const emb_i *p, const void *xv, const v
             ox = at + L <= n ? at : n - L; \
             VF top0 = *(const VF *)(r0 + 2 * ox), top1 = *(const VF *)(r0 + 2 * ox + L); \
             VF bot0 = *(const VF *)(r1 + 2 * ox), bot1 = *(const VF *)(r1 + 2 * ox + L); \
-            VF a = __builtin_shufflevector(top0, top1, PG_EVEN##L); \
-            VF b = __builtin_shufflevector(top0, top1, PG_ODD##L); \
-            VF c = __builtin_shufflevector(bot0, bot1, PG_EVEN##L); \
-            VF d = __builtin_shufflevector(bot0, bot1, PG_ODD##L); \
+            VF a = __builtin_shufflevector(top0, top1, EMB_EVEN##L); \
+            VF b = __builtin_shufflevector(top0, top1, EMB_ODD##L); \
+            VF c = __builtin_shufflevector(bot0, bot1, EMB_EVEN##L); \
+            VF d = __builtin_shufflevector(bot0, bot1, EMB_ODD##L); \
             VF best = a, gv = zero + *(const VF *)(gr + ox); \
             VI na = a != a, nb = b != b, nc = c != c, nan = na | nb | nc | (d != d), ha, hb, hc, hd; \
             VF ga, gb, gc, gd; \
@@ -299,10 +286,10 @@ void EMB_FN(conv_grad_weight)(int dtype, const emb_i *p, const void *xv, const v
             gb = (VF)((VI)gv & hb); \
             gc = (VF)((VI)gv & hc); \
             gd = (VF)((VI)gv & hd); \
-            *(VF *)(g0 + 2 * ox) = __builtin_shufflevector(ga, gb, PG_LO##L); \
-            *(VF *)(g0 + 2 * ox + L) = __builtin_shufflevector(ga, gb, PG_HI##L); \
-            *(VF *)(g1 + 2 * ox) = __builtin_shufflevector(gc, gd, PG_LO##L); \
-            *(VF *)(g1 + 2 * ox + L) = __builtin_shufflevector(gc, gd, PG_HI##L); \
+            *(VF *)(g0 + 2 * ox) = __builtin_shufflevector(ga, gb, EMB_LO##L); \
+            *(VF *)(g0 + 2 * ox + L) = __builtin_shufflevector(ga, gb, EMB_HI##L); \
+            *(VF *)(g1 + 2 * ox) = __builtin_shufflevector(gc, gd, EMB_LO##L); \
+            *(VF *)(g1 + 2 * ox + L) = __builtin_shufflevector(gc, gd, EMB_HI##L); \
         } \
     }
 PG_ROWS(4)
