@@ -293,7 +293,9 @@ void EMB_FN(conv_grad_weight)(int dtype, const emb_i *p, const void *xv, const v
         } \
     }
 PG_ROWS(4)
+#if EMB_VEC_BYTES >= 32
 PG_ROWS(8)
+#endif
 #if EMB_VEC_BYTES >= 64
 PG_ROWS(16)
 #endif
@@ -308,10 +310,12 @@ static emb_i pool_grad_max2_rows_f32(const float *r0, const float *r1, const flo
         return n;
     }
 #endif
-    if (n >= 8 && EMB_VEC_BYTES >= 32) {
+#if EMB_VEC_BYTES >= 32
+    if (n >= 8) {
         pool_grad_max2_rows8(r0, r1, gr, g0, g1, n);
         return n;
     }
+#endif
     if (n >= 4) {
         pool_grad_max2_rows4(r0, r1, gr, g0, g1, n);
         return n;
