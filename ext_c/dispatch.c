@@ -646,6 +646,28 @@ static int lanes_for(const emb_table *T, int dtype, const emb_i *p, int kind, in
     return 1;
 }
 
+/* conv kernel `kind` (EMB_LANES_*) over images [lo, hi): the batch-in-lanes kernel where `lanes`, else
+   the per-image gradient kernel (the forward's per-image path is conv_task); a and b as
+   conv_lanes_run takes them. -1 where no workspace */
+static int conv_share(int dtype, int kind, int lanes, const emb_i *p, const void *a, const void *b,
+                      const void *bias, void *out, emb_i lo, emb_i hi)
+{
+    const emb_table *T = TABLE();
+    void *raw, *work;
+    emb_i words = lanes ? T->conv_lanes_work(dtype, p) : T->conv_grad_work(dtype, p);
+    work = work_get(0, (size_t)words * (dtype == EMB_F64 ? 8 : 4), &raw);
+    if (!work)
+        return -1;
+    if (lanes)
+        T->conv_lanes_run(dtype, kind, p, a, b, bias, out, lo, hi, work);
+    else if (kind == EMB_LANES_INPUT)
+        T->conv_grad_input(dtype, p, a, b, out, lo, hi, work);
+    else
+        T->conv_grad_weight(dtype, p, a, b, out, lo, hi, work);
+    work_put(raw);
+    return 0;
+}
+
 typedef struct {
     int dtype;
     const emb_i *p;
@@ -657,19 +679,10 @@ typedef struct {
 static void lanes_forward_task(void *ptr, int tid, int nt)
 {
     lanes_ctx *c = (lanes_ctx *)ptr;
-    const emb_table *T = TABLE();
     emb_i lo, hi;
-    void *raw, *work;
     share(c->p[EMB_CV_N], tid, nt, 1, &lo, &hi);
-    if (lo >= hi)
-        return;
-    work = work_get(0, (size_t)T->conv_lanes_work(c->dtype, c->p) * (c->dtype == EMB_F64 ? 8 : 4), &raw);
-    if (!work) {
+    if (lo < hi && conv_share(c->dtype, EMB_LANES_FORWARD, 1, c->p, c->x, c->w, c->bias, c->out, lo, hi) < 0)
         c->rc = -1;
-        return;
-    }
-    T->conv_lanes_run(c->dtype, EMB_LANES_FORWARD, c->p, c->x, c->w, c->bias, c->out, lo, hi, work);
-    work_put(raw);
 }
 
 int emb_conv2d(int dtype, uintptr_t params, uintptr_t x, uintptr_t w, uintptr_t bias, uintptr_t out,
@@ -910,27 +923,6 @@ typedef struct {
     int rc;
 } grad_ctx;
 
-/* a conv gradient's images [lo, hi): the batch-in-lanes kernel or the per-image one */
-static void conv_grad_share(grad_ctx *c, int kind, void *out, emb_i lo, emb_i hi)
-{
-    const emb_table *T = TABLE();
-    void *raw, *work;
-    size_t es = c->dtype == EMB_F64 ? 8 : 4;
-    emb_i words = c->lanes ? T->conv_lanes_work(c->dtype, c->p) : T->conv_grad_work(c->dtype, c->p);
-    work = work_get(0, (size_t)words * es, &raw);
-    if (!work) {
-        c->rc = -1;
-        return;
-    }
-    if (c->lanes)
-        T->conv_lanes_run(c->dtype, kind, c->p, c->a, c->b, 0, out, lo, hi, work);
-    else if (kind == EMB_LANES_INPUT)
-        T->conv_grad_input(c->dtype, c->p, c->a, c->b, out, lo, hi, work);
-    else
-        T->conv_grad_weight(c->dtype, c->p, c->a, c->b, out, lo, hi, work);
-    work_put(raw);
-}
-
 static double conv_macs(const emb_i *p)
 {
     return (double)p[EMB_CV_N] * p[EMB_CV_O] * (p[EMB_CV_C] / p[EMB_CV_G]) * p[EMB_CV_KH] * p[EMB_CV_KW] *
@@ -942,8 +934,8 @@ static void grad_input_task(void *ptr, int tid, int nt)
     grad_ctx *c = (grad_ctx *)ptr;
     emb_i lo, hi;
     share(c->p[EMB_CV_N], tid, nt, 1, &lo, &hi);
-    if (lo < hi)
-        conv_grad_share(c, EMB_LANES_INPUT, c->out, lo, hi);
+    if (lo < hi && conv_share(c->dtype, EMB_LANES_INPUT, c->lanes, c->p, c->a, c->b, 0, c->out, lo, hi) < 0)
+        c->rc = -1;
 }
 
 int emb_conv2d_grad_input(int dtype, uintptr_t params, uintptr_t g, uintptr_t w, uintptr_t gx, int nthreads)
@@ -969,7 +961,9 @@ static void grad_weight_task(void *ptr, int tid, int nt)
     grad_ctx *c = (grad_ctx *)ptr;
     emb_i lo, hi;
     share(c->p[EMB_CV_N], tid, nt, 1, &lo, &hi);
-    conv_grad_share(c, EMB_LANES_WEIGHT, c->partial[tid], lo, hi); /* an empty share writes zeros */
+    /* an empty share writes zeros */
+    if (conv_share(c->dtype, EMB_LANES_WEIGHT, c->lanes, c->p, c->a, c->b, 0, c->partial[tid], lo, hi) < 0)
+        c->rc = -1;
 }
 
 int emb_conv2d_grad_weight(int dtype, uintptr_t params, uintptr_t x, uintptr_t g, uintptr_t gw, int nthreads)
