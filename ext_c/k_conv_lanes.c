@@ -83,6 +83,16 @@ static void *lanes_align(void *p)
     return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
 }
 
+/* forward tile: LANES_FR output channels by LANES_FV vectors of output columns (LeNet's 6 and 16
+   channels take one tile of 6 rows, or 6 + 6 + 4) */
+#if EMB_VEC_BYTES >= 64
+#define LANES_FR 6
+#define LANES_FV 4
+#else
+#define LANES_FR 4
+#define LANES_FV 2
+#endif
+
 /* input-gradient tile: LANES_RS rows of cols (patch elements) by two vectors of images */
 #if EMB_VEC_BYTES >= 64
 #define LANES_RS 8
@@ -160,6 +170,18 @@ static void transpose_f32(const float *src, emb_i rs, emb_i rows, emb_i cols, fl
 #endif
 #undef TRANSPOSE_EDGES
 
+/* lanes_product's row blocks below LANES_FR, each with its row count a constant */
+#define LANES_FR_CASE(SUF, R) \
+    case R: \
+        lanes_product_rows_##SUF(R, nj, k, a + i * k, b + j, off, c + i * ldc + j, ldc); \
+        break;
+#if LANES_FR > 4
+#define LANES_FR_CASES(SUF) LANES_FR_CASE(SUF, 6) LANES_FR_CASE(SUF, 5) LANES_FR_CASE(SUF, 4) \
+    LANES_FR_CASE(SUF, 3) LANES_FR_CASE(SUF, 2)
+#else
+#define LANES_FR_CASES(SUF) LANES_FR_CASE(SUF, 4) LANES_FR_CASE(SUF, 3) LANES_FR_CASE(SUF, 2)
+#endif
+
 /* the layouts and the three kernels for one float type T with vectors V of VL lanes */
 #define LANES_KERNELS(T, SUF, V, GEMM) \
     /* planes (n, c, h, w) of images [0, L) of src into dst (c, h + pt + pb, w + pl + pr, L), pads 0: \
@@ -194,6 +216,62 @@ static void transpose_f32(const float *src, emb_i rs, emb_i rows, emb_i cols, fl
                 for (kx = 0; kx < P(KW); kx++) \
                     off[q++] = (((gi * cg + c) * hp + ky * P(DH)) * wp + kx * P(DW)) * L; \
     } \
+    /* rows [0, R) of C (row stride ldc), NVT vectors from its column 0, = A (rows of k) @ B, B's row q \
+       at b + off[q]: each sum over q in order from 0, as the GEMM's direct path sums it */ \
+    static inline __attribute__((always_inline)) void lanes_product_tile_##SUF( \
+        int R, int NVT, emb_i k, const T *a, const T *b, const emb_i *off, T *c, emb_i ldc) \
+    { \
+        enum { VL = sizeof(V) / sizeof(T) }; \
+        V acc[LANES_FR][LANES_FV], bv[LANES_FV]; \
+        emb_i q; \
+        int r, v; \
+        for (r = 0; r < R; r++) \
+            for (v = 0; v < NVT; v++) acc[r][v] = (V){0}; \
+        for (q = 0; q < k; q++) { \
+            const T *brow = b + off[q]; \
+            for (v = 0; v < NVT; v++) bv[v] = *(const V *)(brow + v * VL); \
+            for (r = 0; r < R; r++) { \
+                T av = a[r * k + q]; \
+                for (v = 0; v < NVT; v++) acc[r][v] += av * bv[v]; \
+            } \
+        } \
+        for (r = 0; r < R; r++) \
+            for (v = 0; v < NVT; v++) *(V *)(c + r * ldc + v * VL) = acc[r][v]; \
+    } \
+    static inline __attribute__((always_inline)) void lanes_product_rows_##SUF( \
+        int R, emb_i n, emb_i k, const T *a, const T *b, const emb_i *off, T *c, emb_i ldc) \
+    { \
+        enum { VL = sizeof(V) / sizeof(T) }; \
+        emb_i j = 0, q; \
+        int r; \
+        for (; j + LANES_FV * VL <= n; j += LANES_FV * VL) \
+            lanes_product_tile_##SUF(R, LANES_FV, k, a, b + j, off, c + j, ldc); \
+        for (; j + VL <= n; j += VL) \
+            lanes_product_tile_##SUF(R, 1, k, a, b + j, off, c + j, ldc); \
+        for (; j < n; j++) \
+            for (r = 0; r < R; r++) { \
+                T s = 0; \
+                for (q = 0; q < k; q++) s += a[r * k + q] * b[off[q] + j]; \
+                c[r * ldc + j] = s; \
+            } \
+    } \
+    /* C (m, n) = A (m, k) @ B, B's rows read in place through off: the forward's product, a block of \
+       columns at a time through every row, so the block's B (k rows of LANES_FV vectors) is read from \
+       L2 once and from L1 by the other row blocks */ \
+    static void lanes_product_##SUF(emb_i m, emb_i n, emb_i k, const T *a, const T *b, const emb_i *off, T *c, \
+                                    emb_i ldc) \
+    { \
+        enum { VL = sizeof(V) / sizeof(T) }; \
+        emb_i i, j, nj; \
+        for (j = 0; j < n; j += LANES_FV * VL) { \
+            nj = EMB_MIN(LANES_FV * VL, n - j); \
+            for (i = 0; i < m; i += LANES_FR) \
+                switch (EMB_MIN(LANES_FR, m - i)) { \
+                LANES_FR_CASES(SUF) \
+                default: lanes_product_rows_##SUF(1, nj, k, a + i * k, b + j, off, c + i * ldc + j, ldc); \
+                } \
+        } \
+    } \
     static void lanes_forward_##SUF(const emb_i *p, const T *x, const T *w, const T *bias, T *out, emb_i b0, \
                                     emb_i b1, void *workv) \
     { \
@@ -201,7 +279,7 @@ static void transpose_f32(const float *src, emb_i rs, emb_i rows, emb_i cols, fl
         emb_i oh = P(OH), ow = P(OW), ohw = oh * ow, chw = P(C) * P(H) * P(W); \
         emb_i group = EMB_FN(conv_lanes)(sizeof(T) == 8 ? EMB_F64 : EMB_F32, p, EMB_LANES_FORWARD, b1 - b0); \
         emb_i *off = (emb_i *)workv, n0, gi, oy, ox; \
-        T *xt = (T *)lanes_align(off + k), *ot = xt + group * P(C) * hp * wp, *gwork = ot + group * P(O) * ohw; \
+        T *xt = (T *)lanes_align(off + k), *ot = xt + group * P(C) * hp * wp; \
         for (n0 = b0; n0 < b1; n0 += group) { \
             emb_i L = EMB_MIN(group, b1 - n0); \
             to_lanes_##SUF(x + n0 * chw, P(C), P(H), P(W), P(PT), P(PB), P(PL), P(PR), xt, L); \
@@ -212,11 +290,11 @@ static void transpose_f32(const float *src, emb_i rs, emb_i rows, emb_i cols, fl
                 for (oy = 0; oy < oh; oy++) { \
                     const T *row = xt + oy * P(SH) * wp * L; \
                     if (P(SW) == 1) /* the output row's positions side by side: one run of ow * L */ \
-                        GEMM(og, ow * L, k, wg, k, 1, row, off, 0, 1, out_g + oy * ow * L, ohw * L, 0, gwork); \
+                        lanes_product_##SUF(og, ow * L, k, wg, row, off, out_g + oy * ow * L, ohw * L); \
                     else \
                         for (ox = 0; ox < ow; ox++) \
-                            GEMM(og, L, k, wg, k, 1, row + ox * P(SW) * L, off, 0, 1, \
-                                 out_g + (oy * ow + ox) * L, ohw * L, 0, gwork); \
+                            lanes_product_##SUF(og, L, k, wg, row + ox * P(SW) * L, off, \
+                                                out_g + (oy * ow + ox) * L, ohw * L); \
                 } \
             } \
             from_lanes_##SUF(ot, P(O), oh, ow, 0, 0, oh, ow, bias, out + n0 * P(O) * ohw, L); \
