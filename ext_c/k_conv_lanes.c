@@ -1,16 +1,16 @@
 /* conv2d and its gradients with the batch in the vector lanes (p as for conv, k_conv.c).
 
    A group of L images is laid out (C, Hp, Wp, L): each padded plane's element holds its L images side
-   by side. A conv output position is then one GEMM column block of L with no wasted columns, and a
-   stride-1 output row is a contiguous run of OW * L: at LeNet's sizes (10 x 10 outputs, 64 images) the
-   per-image GEMMs are badly shaped (N = 100) or waste a third of their columns (the padded-row trick of
-   k_conv.c), and im2col/col2im move rows of 10 elements. Here
-     forward        out(o, pos, :) = W_g (og, k) @ B, B's rows (c, ky, kx) read in place (a boff table)
+   by side. A conv output position is then a product's column block of L with no wasted columns, and
+   a stride-1 output row a contiguous run of OW * L: at LeNet's sizes (10 x 10 outputs, 64 images) the
+   per-image GEMMs are badly shaped (N = 100) or waste a third of their columns (the padded-row trick
+   of k_conv.c), and im2col/col2im move rows of 10 elements. Here, with register tiles of their own:
+     forward        out(o, pos, :) = W_g (og, k) @ B, B's rows (c, ky, kx) read in place (an offset table)
      input grad     cols (k, L) = W_g^T @ G(:, pos, :), each tile added in registers into the padded
                     gradient (no cols buffer, no scatter loop)
      weight grad    gW(o, q) = sum over output rows of dot(G(o, row, :), X(q, row, :)), runs of OW * L
-   Images go in groups small enough that the group's layouts (EMB_CONV_LANES_BYTES) stay in L2. Only
-   where the ISA build has vectors (the GEMM's and the dots' lanes). */
+   Images go in groups small enough that the group's layouts (EMB_CONV_LANES_BYTES) stay in L2; the
+   layouts are block transposes in registers. Only where the ISA build has vectors. */
 #include "k_common.h"
 
 #ifndef EMB_CONV_LANES_BYTES
@@ -70,9 +70,8 @@ emb_i EMB_FN(conv_lanes)(int dtype, const emb_i *p, int kind, emb_i count)
 emb_i EMB_FN(conv_lanes_work)(int dtype, const emb_i *p)
 {
     emb_i cap = lanes_cap(dtype, p), k = lanes_k(p);
-    emb_i gw = dtype == EMB_F64 ? EMB_FN(gemm_f64_work)() : EMB_FN(gemm_f32_work)();
-    /* the offset table (int64), the two layouts (from a cache line), the GEMM's workspace */
-    return k * 8 / (dtype == EMB_F64 ? 8 : 4) + 16 + cap * lanes_per_image(p) + gw + 64;
+    /* the offset table (int64), then the two layouts from a cache line */
+    return k * 8 / (dtype == EMB_F64 ? 8 : 4) + 16 + cap * lanes_per_image(p);
 }
 
 #ifdef EMB_VEC_BYTES
@@ -183,7 +182,7 @@ static void transpose_f32(const float *src, emb_i rs, emb_i rows, emb_i cols, fl
 #endif
 
 /* the layouts and the three kernels for one float type T with vectors V of VL lanes */
-#define LANES_KERNELS(T, SUF, V, GEMM) \
+#define LANES_KERNELS(T, SUF, V) \
     /* planes (n, c, h, w) of images [0, L) of src into dst (c, h + pt + pb, w + pl + pr, L), pads 0: \
        a transpose per padded row, or per plane where rows have no side pads */ \
     static void to_lanes_##SUF(const T *src, emb_i c, emb_i h, emb_i w, emb_i pt, emb_i pb, emb_i pl, emb_i pr, \
@@ -217,7 +216,7 @@ static void transpose_f32(const float *src, emb_i rs, emb_i rows, emb_i cols, fl
                     off[q++] = (((gi * cg + c) * hp + ky * P(DH)) * wp + kx * P(DW)) * L; \
     } \
     /* rows [0, R) of C (row stride ldc), NVT vectors from its column 0, = A (rows of k) @ B, B's row q \
-       at b + off[q]: each sum over q in order from 0, as the GEMM's direct path sums it */ \
+       at b + off[q]: each sum over q in order from 0, as gemm_tmpl.h's direct path sums it */ \
     static inline __attribute__((always_inline)) void lanes_product_tile_##SUF( \
         int R, int NVT, emb_i k, const T *a, const T *b, const emb_i *off, T *c, emb_i ldc) \
     { \
@@ -442,8 +441,8 @@ static void transpose_f32(const float *src, emb_i rs, emb_i rows, emb_i cols, fl
 
 typedef float lanes_vf __attribute__((vector_size(EMB_VEC_BYTES), aligned(4), may_alias));
 typedef double lanes_vd __attribute__((vector_size(EMB_VEC_BYTES), aligned(8), may_alias));
-LANES_KERNELS(float, f32, lanes_vf, EMB_FN(gemm_f32))
-LANES_KERNELS(double, f64, lanes_vd, EMB_FN(gemm_f64))
+LANES_KERNELS(float, f32, lanes_vf)
+LANES_KERNELS(double, f64, lanes_vd)
 #undef LANES_KERNELS
 #endif
 
