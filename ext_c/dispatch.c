@@ -632,6 +632,59 @@ static void conv_task(void *ptr, int tid, int nt)
     work_put(raw);
 }
 
+/* whether every thread's share of the batch (nt threads) takes conv kernel `kind` with the batch in
+   the vector lanes (k_conv_lanes.c) */
+static int lanes_for(const emb_table *T, int dtype, const emb_i *p, int kind, int nt)
+{
+    emb_i lo, hi;
+    int t;
+    for (t = 0; t < nt; t++) {
+        share(p[EMB_CV_N], t, nt, 1, &lo, &hi);
+        if (hi > lo && T->conv_lanes(dtype, p, kind, hi - lo) == 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* conv kernel `kind` (EMB_LANES_*) over images [lo, hi): the batch-in-lanes kernel where `lanes`, else
+   the per-image gradient kernel (the forward's per-image path is conv_task); a and b as
+   conv_lanes_run takes them. -1 where no workspace */
+static int conv_share(int dtype, int kind, int lanes, const emb_i *p, const void *a, const void *b,
+                      const void *bias, void *out, emb_i lo, emb_i hi)
+{
+    const emb_table *T = TABLE();
+    void *raw, *work;
+    emb_i words = lanes ? T->conv_lanes_work(dtype, p) : T->conv_grad_work(dtype, p);
+    work = work_get(0, (size_t)words * (dtype == EMB_F64 ? 8 : 4), &raw);
+    if (!work)
+        return -1;
+    if (lanes)
+        T->conv_lanes_run(dtype, kind, p, a, b, bias, out, lo, hi, work);
+    else if (kind == EMB_LANES_INPUT)
+        T->conv_grad_input(dtype, p, a, b, out, lo, hi, work);
+    else
+        T->conv_grad_weight(dtype, p, a, b, out, lo, hi, work);
+    work_put(raw);
+    return 0;
+}
+
+typedef struct {
+    int dtype;
+    const emb_i *p;
+    const void *x, *w, *bias;
+    void *out;
+    int rc;
+} lanes_ctx;
+
+static void lanes_forward_task(void *ptr, int tid, int nt)
+{
+    lanes_ctx *c = (lanes_ctx *)ptr;
+    emb_i lo, hi;
+    share(c->p[EMB_CV_N], tid, nt, 1, &lo, &hi);
+    if (lo < hi && conv_share(c->dtype, EMB_LANES_FORWARD, 1, c->p, c->x, c->w, c->bias, c->out, lo, hi) < 0)
+        c->rc = -1;
+}
+
 int emb_conv2d(int dtype, uintptr_t params, uintptr_t x, uintptr_t w, uintptr_t bias, uintptr_t out,
                int nthreads)
 {
@@ -644,6 +697,18 @@ int emb_conv2d(int dtype, uintptr_t params, uintptr_t x, uintptr_t w, uintptr_t 
                   p[EMB_CV_KW] * p[EMB_CV_OH] * p[EMB_CV_OW];
     int nt = threads_for(nthreads, macs, 1 << 21);
     size_t es = dtype == EMB_F64 ? 8 : 4;
+    if (nt <= p[EMB_CV_N] && lanes_for(T, dtype, p, EMB_LANES_FORWARD, nt)) {
+        lanes_ctx l;
+        l.dtype = dtype;
+        l.p = p;
+        l.x = (const void *)x;
+        l.w = (const void *)w;
+        l.bias = (const void *)bias;
+        l.out = (void *)out;
+        l.rc = 0;
+        parallel(nt, lanes_forward_task, &l);
+        return l.rc;
+    }
     c.dtype = dtype;
     c.p = p;
     c.w = (const void *)w;
@@ -854,6 +919,7 @@ typedef struct {
     const void *a, *b;
     void *out;
     void **partial; /* weight gradient: one buffer per thread (thread 0's is out) */
+    int lanes;      /* conv: every share takes the batch-in-lanes kernel */
     int rc;
 } grad_ctx;
 
@@ -866,19 +932,10 @@ static double conv_macs(const emb_i *p)
 static void grad_input_task(void *ptr, int tid, int nt)
 {
     grad_ctx *c = (grad_ctx *)ptr;
-    const emb_table *T = TABLE();
     emb_i lo, hi;
-    void *raw, *work;
     share(c->p[EMB_CV_N], tid, nt, 1, &lo, &hi);
-    if (lo >= hi)
-        return;
-    work = work_get(0, (size_t)T->conv_grad_work(c->dtype, c->p) * (c->dtype == EMB_F64 ? 8 : 4), &raw);
-    if (!work) {
+    if (lo < hi && conv_share(c->dtype, EMB_LANES_INPUT, c->lanes, c->p, c->a, c->b, 0, c->out, lo, hi) < 0)
         c->rc = -1;
-        return;
-    }
-    T->conv_grad_input(c->dtype, c->p, c->a, c->b, c->out, lo, hi, work);
-    work_put(raw);
 }
 
 int emb_conv2d_grad_input(int dtype, uintptr_t params, uintptr_t g, uintptr_t w, uintptr_t gx, int nthreads)
@@ -894,6 +951,7 @@ int emb_conv2d_grad_input(int dtype, uintptr_t params, uintptr_t g, uintptr_t w,
     c.rc = 0;
     if (nt > p[EMB_CV_N])
         nt = (int)EMB_MAX_(1, p[EMB_CV_N]);
+    c.lanes = lanes_for(TABLE(), dtype, p, EMB_LANES_INPUT, nt);
     parallel(nt, grad_input_task, &c);
     return c.rc;
 }
@@ -901,17 +959,11 @@ int emb_conv2d_grad_input(int dtype, uintptr_t params, uintptr_t g, uintptr_t w,
 static void grad_weight_task(void *ptr, int tid, int nt)
 {
     grad_ctx *c = (grad_ctx *)ptr;
-    const emb_table *T = TABLE();
     emb_i lo, hi;
-    void *raw, *work;
     share(c->p[EMB_CV_N], tid, nt, 1, &lo, &hi);
-    work = work_get(0, (size_t)T->conv_grad_work(c->dtype, c->p) * (c->dtype == EMB_F64 ? 8 : 4), &raw);
-    if (!work) {
+    /* an empty share writes zeros */
+    if (conv_share(c->dtype, EMB_LANES_WEIGHT, c->lanes, c->p, c->a, c->b, 0, c->partial[tid], lo, hi) < 0)
         c->rc = -1;
-        return;
-    }
-    T->conv_grad_weight(c->dtype, c->p, c->a, c->b, c->partial[tid], lo, hi, work);
-    work_put(raw);
 }
 
 int emb_conv2d_grad_weight(int dtype, uintptr_t params, uintptr_t x, uintptr_t g, uintptr_t gw, int nthreads)
@@ -930,6 +982,7 @@ int emb_conv2d_grad_weight(int dtype, uintptr_t params, uintptr_t x, uintptr_t g
     c.b = (const void *)g;
     c.partial = partial;
     c.rc = 0;
+    c.lanes = lanes_for(TABLE(), dtype, p, EMB_LANES_WEIGHT, nt);
     partial[0] = (void *)gw;
     raws[0] = 0;
     for (t = 1; t < nt; t++) {

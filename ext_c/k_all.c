@@ -3,6 +3,7 @@
 #include "k_reduce.c"
 #include "k_gemm.c"
 #include "k_conv.c"
+#include "k_conv_lanes.c"
 #include "k_conv_grad.c"
 #include "k_movement.c"
 #include "k_nn.c"

@@ -15,6 +15,24 @@
 #define EMB_INLINE static
 #endif
 
+/* Index lists for __builtin_shufflevector (clang, GCC 12) on vectors of 4, 8 or 16 lanes: the even
+   and the odd lanes of two vectors, and the two halves of their interleaving. */
+#if defined(EMB_VEC_BYTES) && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12))
+#define EMB_SHUFFLE 1
+#define EMB_EVEN16 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30
+#define EMB_ODD16 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31
+#define EMB_LO16 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23
+#define EMB_HI16 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31
+#define EMB_EVEN8 0, 2, 4, 6, 8, 10, 12, 14
+#define EMB_ODD8 1, 3, 5, 7, 9, 11, 13, 15
+#define EMB_LO8 0, 8, 1, 9, 2, 10, 3, 11
+#define EMB_HI8 4, 12, 5, 13, 6, 14, 7, 15
+#define EMB_EVEN4 0, 2, 4, 6
+#define EMB_ODD4 1, 3, 5, 7
+#define EMB_LO4 0, 4, 1, 5
+#define EMB_HI4 2, 6, 3, 7
+#endif
+
 #define EMB_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define EMB_MAX(a, b) ((a) > (b) ? (a) : (b))
 

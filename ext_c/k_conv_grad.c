@@ -245,9 +245,94 @@ void EMB_FN(conv_grad_weight)(int dtype, const emb_i *p, const void *xv, const v
                     } \
                 }
 
+/* Float32 2x2 max-pool gradient windows, a vector of L at a time: the rows' elements split into the
+   windows' left and right ones, the scalar loop's flags as lane masks, the four gradients put back in
+   place. A row of n >= L windows is taken whole, its last vector overlapping the one before (the same
+   values written twice), so LeNet's 14 and 5 windows a row go by vector too (where EMB_SHUFFLE is
+   set). */
+#ifdef EMB_SHUFFLE
+#define PG_SELECT(m, x, y) ((VF)(((VI)(x) & (m)) | ((VI)(y) & ~(m))))
+
+/* windows [0, n) of one pair of rows, n >= L: the picks of POOL_GRAD_MAX2's scalar loop */
+#define PG_ROWS(L) \
+    typedef float pg_vf##L __attribute__((vector_size(L * 4), aligned(4), may_alias)); \
+    typedef int32_t pg_vi##L __attribute__((vector_size(L * 4))); \
+    static void pool_grad_max2_rows##L(const float *EMB_RESTRICT r0, const float *EMB_RESTRICT r1, \
+                                       const float *EMB_RESTRICT gr, float *g0, float *g1, emb_i n) \
+    { \
+        typedef pg_vf##L VF; \
+        typedef pg_vi##L VI; \
+        const VF zero = {0}; \
+        emb_i at, ox; \
+        for (at = 0; at < n; at += L) { \
+            ox = at + L <= n ? at : n - L; \
+            VF top0 = *(const VF *)(r0 + 2 * ox), top1 = *(const VF *)(r0 + 2 * ox + L); \
+            VF bot0 = *(const VF *)(r1 + 2 * ox), bot1 = *(const VF *)(r1 + 2 * ox + L); \
+            VF a = __builtin_shufflevector(top0, top1, EMB_EVEN##L); \
+            VF b = __builtin_shufflevector(top0, top1, EMB_ODD##L); \
+            VF c = __builtin_shufflevector(bot0, bot1, EMB_EVEN##L); \
+            VF d = __builtin_shufflevector(bot0, bot1, EMB_ODD##L); \
+            VF best = a, gv = zero + *(const VF *)(gr + ox); \
+            VI na = a != a, nb = b != b, nc = c != c, nan = na | nb | nc | (d != d), ha, hb, hc, hd; \
+            VF ga, gb, gc, gd; \
+            best = PG_SELECT(b > best, b, best); \
+            best = PG_SELECT(c > best, c, best); \
+            best = PG_SELECT(d > best, d, best); \
+            ha = (nan & na) | (~nan & (a == best)); \
+            hb = ~ha & ((nan & nb) | (~nan & (b == best))); \
+            hc = ~(ha | hb) & ((nan & nc) | (~nan & (c == best))); \
+            hd = ~(ha | hb | hc); \
+            ga = (VF)((VI)gv & ha); \
+            gb = (VF)((VI)gv & hb); \
+            gc = (VF)((VI)gv & hc); \
+            gd = (VF)((VI)gv & hd); \
+            *(VF *)(g0 + 2 * ox) = __builtin_shufflevector(ga, gb, EMB_LO##L); \
+            *(VF *)(g0 + 2 * ox + L) = __builtin_shufflevector(ga, gb, EMB_HI##L); \
+            *(VF *)(g1 + 2 * ox) = __builtin_shufflevector(gc, gd, EMB_LO##L); \
+            *(VF *)(g1 + 2 * ox + L) = __builtin_shufflevector(gc, gd, EMB_HI##L); \
+        } \
+    }
+PG_ROWS(4)
+#if EMB_VEC_BYTES >= 32
+PG_ROWS(8)
+#endif
+#if EMB_VEC_BYTES >= 64
+PG_ROWS(16)
+#endif
+
+/* the row pair's windows by the widest vector that fits; returns how many it took (all, or none) */
+static emb_i pool_grad_max2_rows_f32(const float *r0, const float *r1, const float *gr, float *g0, float *g1,
+                                     emb_i n)
+{
+#if EMB_VEC_BYTES >= 64
+    if (n >= 16) {
+        pool_grad_max2_rows16(r0, r1, gr, g0, g1, n);
+        return n;
+    }
+#endif
+#if EMB_VEC_BYTES >= 32
+    if (n >= 8) {
+        pool_grad_max2_rows8(r0, r1, gr, g0, g1, n);
+        return n;
+    }
+#endif
+    if (n >= 4) {
+        pool_grad_max2_rows4(r0, r1, gr, g0, g1, n);
+        return n;
+    }
+    return 0;
+}
+#define PG_ROWS_F32 pool_grad_max2_rows_f32
+#undef PG_SELECT
+#else
+#define PG_ROWS_F32(r0, r1, gr, g0, g1, n) 0
+#endif
+#define PG_NONE(r0, r1, gr, g0, g1, n) 0
+
 /* the gradient of the 2x2 max pool (k_conv.c's pool_max2): each window's gradient, added to 0 as
-   the general path adds it, goes to its first max (its first nan), the rest of the plane is 0 */
-#define POOL_GRAD_MAX2(T) \
+   the general path adds it, goes to its first max (its first nan), the rest of the plane is 0;
+   VECTOR_ROWS(r0, r1, gr, g0, g1, ow) takes a row pair's windows by vector and says how many */
+#define POOL_GRAD_MAX2(T, VECTOR_ROWS) \
     { \
         const T *x = (const T *)xv, *g = (const T *)gv; \
         T *gx = (T *)gxv; \
@@ -263,7 +348,7 @@ void EMB_FN(conv_grad_weight)(int dtype, const emb_i *p, const void *xv, const v
                 const T *EMB_RESTRICT r0 = src + 2 * oy * w, *EMB_RESTRICT r1 = r0 + w; \
                 T *g0 = gxp + 2 * oy * w, *g1 = g0 + w; \
                 const T *EMB_RESTRICT gr = gp + oy * ow; \
-                for (ox = 0; ox < ow; ox++) { \
+                for (ox = VECTOR_ROWS(r0, r1, gr, g0, g1, ow); ox < ow; ox++) { \
                     T a = r0[2 * ox], b = r0[2 * ox + 1], c = r1[2 * ox], d = r1[2 * ox + 1], best = a; \
                     T gv1 = gr[ox]; \
                     /* bitwise flags and an index, no ?: : branches on random data mispredict */ \
@@ -320,8 +405,8 @@ void EMB_FN(pool2d_grad)(int op, int dtype, const emb_i *p, emb_i plane0, emb_i 
 {
     if (pool_max2(op, p)) {
         if (dtype == EMB_F64)
-            POOL_GRAD_MAX2(double)
-        POOL_GRAD_MAX2(float)
+            POOL_GRAD_MAX2(double, PG_NONE)
+        POOL_GRAD_MAX2(float, PG_ROWS_F32)
     }
     if (dtype == EMB_F64)
         POOL_GRAD(double)

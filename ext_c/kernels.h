@@ -21,6 +21,9 @@ enum {
     EMB_CV_G, EMB_CV_OH, EMB_CV_OW, EMB_CV_NPARAMS
 };
 
+/* which conv kernel a batch-in-lanes call runs (k_conv_lanes.c) */
+enum { EMB_LANES_FORWARD, EMB_LANES_INPUT, EMB_LANES_WEIGHT };
+
 #ifndef EMB_PREFIX
 #define EMB_PREFIX emb_port_
 #endif
@@ -58,6 +61,10 @@ enum {
                         void *out, emb_i b, emb_i g, emb_i j0, emb_i j1, void *work)) \
     X(void, pool2d, (int op, int dtype, const emb_i *p, emb_i plane0, emb_i plane1, const void *x, \
                      void *out)) \
+    X(emb_i, conv_lanes, (int dtype, const emb_i *p, int kind, emb_i count)) \
+    X(emb_i, conv_lanes_work, (int dtype, const emb_i *p)) \
+    X(void, conv_lanes_run, (int dtype, int kind, const emb_i *p, const void *a, const void *b, \
+                             const void *bias, void *out, emb_i b0, emb_i b1, void *work)) \
     X(emb_i, gather, (int elsize, int nd, const emb_i *ishape, const int64_t *idx, const void *x, \
                       const emb_i *xst, int dim, emb_i dimsize, void *out)) \
     X(emb_i, scatter, (int dtype, int add, int nd, const emb_i *ishape, const int64_t *idx, \

@@ -37,6 +37,16 @@ def _rand(shape, dtype, device, seed, ties=False):
     return ember.tensor(vals, dtype=dtype, device=device).reshape(shape)
 
 
+@pytest.fixture(params=ckernels.ISA_NAMES)
+def isa(request):
+    """Each instruction set the CPU has, in turn (the vector paths differ in width)."""
+    if ckernels.ISA_NAMES.index(request.param) > ckernels.native()[0].emb_best_isa():
+        pytest.skip("this CPU lacks " + request.param)
+    first = ckernels.set_isa(request.param)
+    yield request.param
+    ckernels.set_isa(first)
+
+
 def _same(a, b):
     """Equal shapes and values, nan matching nan."""
     assert a.shape == b.shape
@@ -98,6 +108,74 @@ def test_conv_gradients_batch_one_and_threads():
     assert_close(one[0], BODY["conv_weight_grad"](x, g, ws, *args), 1e-12, 1e-12)
 
 
+# batches of 16 images or more take the batch-in-lanes kernels (ext_c/k_conv_lanes.c): a batch that is
+# no multiple of the vector, strides (the forward and input gradient per position; the weight gradient
+# keeps the per-image path), dilation, groups, uneven padding, 1-D
+LANES_CASES = [
+    ((16, 2, 6, 5), (3, 2, 3, 2), (1, 1), ((1, 0), (2, 1)), (1, 1), 1),
+    ((17, 4, 7, 6), (6, 2, 3, 3), (1, 1), ((1, 1), (1, 1)), (2, 1), 2),
+    ((19, 3, 8, 7), (2, 3, 2, 3), (2, 3), ((0, 1), (1, 1)), (1, 2), 1),
+    ((21, 2, 9), (4, 2, 3), (1,), ((2, 0),), (2,), 1),
+    ((16, 2, 5, 6), (13, 2, 2, 3), (1, 1), ((0, 1), (1, 0)), (1, 1), 1),  # 13 = 6 + 6 + 1 output rows
+]
+
+
+def _conv(dev, x, w, *args):
+    """The conv primitive on ``dev`` (its padding a (before, after) pair per dim), as a tensor."""
+    y = dev.conv(x._data, w._data, *args)
+    return ember.Tensor(y, y.shape, x.dtype, dev)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("case", LANES_CASES, ids=[str(c[0]) + str(c[2]) for c in LANES_CASES])
+def test_conv_batch_in_lanes_matches_the_pure_cpu(case, dtype, isa):
+    xs, ws, st, pad, dil, groups = case
+    x, w = _rand(xs, dtype, C, 21), _rand(ws, dtype, C, 22)
+    y = _conv(C, x, w, st, pad, dil, groups)
+    g = _rand(y.shape, dtype, C, 23)
+    px, pw, pg = (t.to(PURE) for t in (x, w, g))
+    rtol, atol = TOL[dtype]
+    assert_close(y, _conv(PURE, px, pw, st, pad, dil, groups), rtol, atol)
+    assert_close(rules.conv_input_grad(g, w, xs, st, pad, dil, groups),
+                 BODY["conv_input_grad"](pg, pw, xs, st, pad, dil, groups), rtol, atol)
+    assert_close(rules.conv_weight_grad(x, g, ws, st, pad, dil, groups),
+                 BODY["conv_weight_grad"](px, pg, ws, st, pad, dil, groups), rtol, atol)
+
+
+def test_conv2d_with_bias_batch_in_lanes(isa):
+    """ember.nn's fused float32 conv2d (bias added as the layout is put back) on 18 images."""
+    x, w, b = _rand((18, 3, 9, 8), ember.float32, C, 27), _rand((5, 3, 3, 3), ember.float32, C, 28), \
+        _rand((5,), ember.float32, C, 29)
+    for args in (((1, 1), (1, 2), (1, 1)), ((2, 1), (0, 1), (1, 2))):
+        want = F.conv2d(x.to(PURE), w.to(PURE), b.to(PURE), *args)
+        assert_close(F.conv2d(x, w, b, *args), want, *TOL[ember.float32])
+
+
+def test_conv_batch_in_lanes_equals_image_by_image():
+    """A batch that splits into two groups of images (too large for one group's workspace) on one
+    thread, and into one group per thread on two, against the same images one at a time (the
+    per-image kernels)."""
+    xs, ws = (37, 4, 36, 36), (5, 4, 3, 3)
+    x, w = _rand(xs, ember.float32, C, 24), _rand(ws, ember.float32, C, 25)
+    args = ((1, 1), ((1, 1), (1, 1)), (1, 1), 1)
+    g = _rand((37, 5, 36, 36), ember.float32, C, 26)
+    one = [(x.narrow(0, b, 1), g.narrow(0, b, 1)) for b in range(37)]
+    want_y = ember.cat([_conv(C, xb, w, *args) for xb, _ in one], 0)
+    want_gx = ember.cat([rules.conv_input_grad(gb, w, (1,) + xs[1:], *args) for _, gb in one], 0)
+    want_gw = rules.conv_weight_grad(one[0][0], one[0][1], ws, *args)
+    for xb, gb in one[1:]:
+        want_gw = want_gw + rules.conv_weight_grad(xb, gb, ws, *args)
+    before = ckernels.set_num_threads(1)
+    try:
+        for threads in (1, 2):
+            ckernels.set_num_threads(threads)
+            assert_close(_conv(C, x, w, *args), want_y, 2e-5, 2e-5)
+            assert_close(rules.conv_input_grad(g, w, xs, *args), want_gx, 2e-5, 2e-5)
+            assert_close(rules.conv_weight_grad(x, g, ws, *args), want_gw, 1e-4, 1e-4)
+    finally:
+        ckernels.set_num_threads(before)
+
+
 @pytest.mark.parametrize("dtype", [ember.float32, ember.float64], ids=["f32", "f64"])
 def test_training_step_gradients_match_the_pure_cpu(dtype):
     """conv2d (bias, stride 2, padding, dilation, groups) + max/avg pool + a bias sum, through
@@ -140,6 +218,28 @@ def test_pool_gradient_equals_the_composite_exactly(case, op, dtype):
     got = rules.pool_input_grad(g, x, op, k, st, pad, dil)
     _same(got, BODY["pool_input_grad"](g, x, op, k, st, pad, dil))
     _same(got, BODY["pool_input_grad"](g.to(PURE), x.to(PURE), op, k, st, pad, dil))
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("ow", [3, 4, 5, 7, 8, 14, 16, 17, 33])
+def test_max_pool_2x2_gradient_by_vector_equals_the_composite(ow, dtype, isa):
+    """The 2x2 max pool's gradient (float32 by vectors of 16, 8 or 4 windows, a row's last vector
+    overlapping): rows of every width, an odd row and column left over, ties, nans and -0.0."""
+    for h, w in ((4, 2 * ow), (5, 2 * ow + 1)):
+        x = _rand((2, 3, h, w), dtype, C, 30 + ow, ties=True)
+        flat = x.reshape(-1).tolist()
+        for at in range(0, len(flat), 7):  # nans in some windows, two in some
+            flat[at] = NAN
+        flat[1] = -0.0
+        x = ember.tensor(flat, dtype=dtype, device=C).reshape(x.shape)
+        g = _rand((2, 3, h // 2, ow), dtype, C, 40 + ow)
+        g = ember.where(ember.arange(g.numel(), device=C).reshape(g.shape) % 5 == 0, -0.0, g)
+        args = ("max", (2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1))
+        got = rules.pool_input_grad(g, x, *args)
+        want = BODY["pool_input_grad"](g.to(PURE), x.to(PURE), *args)
+        _same(got, want)
+        signs = [math.copysign(1, v) for v in got.reshape(-1).tolist()]
+        assert signs == [math.copysign(1, v) for v in want.reshape(-1).tolist()]
 
 
 def test_max_pool_gradient_picks_the_first_of_ties_and_the_first_nan():
