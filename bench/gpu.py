@@ -559,6 +559,26 @@ SPLITS = ((1.0,), (0.5, 1.0), (0.25, 1.0), (0.15, 0.5, 1.0), (0.1, 0.3, 0.6, 1.0
 SPLIT_RULES = ((2048, 512), (1024, 256), (512, 128), (256, 64), (128, 32))  # (SPLIT_MIN_K, SPLIT_CHUNK)
 
 
+def _swept(dev, step, module, names, settings, label):
+    """{label(setting): ms of the compiled step with a read} with ``module``'s attributes ``names``
+    set to each setting in turn (each recorded afresh), then put back."""
+    from ember.accel import compile
+    saved, out = tuple(getattr(module, n) for n in names), {}
+    for setting in settings:
+        for n, v in zip(names, setting):
+            setattr(module, n, v)
+        try:
+            cs = compile(step)
+            for _ in range(3):
+                cs()
+            out[label(setting)] = round(
+                timed(lambda: cs().item(), dev.synchronize, 20 if not QUICK else 2) * 1e3, 4)
+        finally:
+            for n, v in zip(names, saved):
+                setattr(module, n, v)
+    return out
+
+
 def bench_training(dev, torch, np):
     from ember.accel import compile
     from ember.accel.autodiff import Autodiff
@@ -602,36 +622,15 @@ def bench_training(dev, torch, np):
             tc_nosync = timed(compiled, dev.synchronize, 20 if not QUICK else 2)
             OUT[key + "compiled_queued_step_ms"] = tc_nosync * 1e3
             OUT[key + "compiled_step_ms"] = tc * 1e3  # a read per step
-            # the replay cut into command buffers submitted in turn (lower_wgpu.PARTS): the GPU
-            # starts on the first part while the host encodes the rest
+            # the replay cut into command buffers submitted in turn (lower_wgpu.PARTS: the GPU starts
+            # on the first part while the host encodes the rest), and the split-K rules
+            # (matmul_kernels.SPLIT_MIN_K, SPLIT_CHUNK: where a small product's K is cut into slices)
             from ember.accel.capture import lower_wgpu
-            default, split = lower_wgpu.PARTS, {}
-            for parts in SPLITS:
-                lower_wgpu.PARTS = parts
-                try:
-                    cs = compile(step)
-                    for _ in range(3):
-                        cs()
-                    split[",".join("%g" % f for f in parts)] = round(
-                        timed(lambda: cs().item(), dev.synchronize, 20 if not QUICK else 2) * 1e3, 4)
-                finally:
-                    lower_wgpu.PARTS = default
-            OUT[key + "compiled_step_ms_by_parts"] = split
-            # split-K rules (matmul_kernels.SPLIT_MIN_K, SPLIT_CHUNK): where a small product's K
-            # is cut into slices that fill the GPU
             from ember.accel.wgpu import matmul_kernels as mk
-            rule, by_rule = (mk.SPLIT_MIN_K, mk.SPLIT_CHUNK), {}
-            for min_k, chunk in SPLIT_RULES:
-                mk.SPLIT_MIN_K, mk.SPLIT_CHUNK = min_k, chunk
-                try:
-                    cs = compile(step)
-                    for _ in range(3):
-                        cs()
-                    by_rule["%d:%d" % (min_k, chunk)] = round(
-                        timed(lambda: cs().item(), dev.synchronize, 20 if not QUICK else 2) * 1e3, 4)
-                finally:
-                    mk.SPLIT_MIN_K, mk.SPLIT_CHUNK = rule
-            OUT[key + "compiled_step_ms_by_split_k"] = by_rule
+            OUT[key + "compiled_step_ms_by_parts"] = _swept(
+                dev, step, lower_wgpu, ("PARTS",), [(p,) for p in SPLITS], lambda s: ",".join("%g" % f for f in s[0]))
+            OUT[key + "compiled_step_ms_by_split_k"] = _swept(
+                dev, step, mk, ("SPLIT_MIN_K", "SPLIT_CHUNK"), SPLIT_RULES, lambda r: "%d:%d" % r)
             line += " [%s] eager %.3f ms, compiled %.3f ms with a read per step (%.3f ms queued; %d dispatches; %s) " \
                     "(first loss %.4f);" % ("Autodiff(Fusion(Wgpu()))" if tag else "Autodiff(Wgpu())", t * 1e3, tc * 1e3,
                                             tc_nosync * 1e3, OUT[key + "compiled_dispatches"], compiled.lowering, first)

@@ -31,6 +31,7 @@ from ember.accel import Wgpu, compile
 from ember.accel.autodiff import Autodiff
 from ember.accel.fusion import Fusion
 from ember.accel.optim import SGD
+from ember.accel.wgpu import matmul_kernels as mk
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _models import LeNet, MLP, MnistCNN  # noqa: E402  bench/_models.py
@@ -298,9 +299,8 @@ def main():
     log("adapter %s" % dev.rt.label)
     rule = arg("--split-k", None)
     if rule:
-        from ember.accel.wgpu import matmul_kernels as mk
         mk.SPLIT_MIN_K, mk.SPLIT_CHUNK = (int(v) for v in rule.split(":"))
-    OUT["split_k"] = "%d:%d" % (mk.SPLIT_MIN_K, mk.SPLIT_CHUNK) if rule else "default"
+    OUT["split_k"] = "%d:%d" % (mk.SPLIT_MIN_K, mk.SPLIT_CHUNK)
     log("split-K rule (SPLIT_MIN_K:SPLIT_CHUNK): %s" % OUT["split_k"])
     floors(dev, torch)
     steps(dev)

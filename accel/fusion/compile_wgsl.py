@@ -40,7 +40,7 @@ from ember import dtypes
 
 from ember.accel.wgpu import autotune, ops, wgsl_lib
 from ember.accel.wgpu import matmul_kernels as mk
-from ember.accel.wgpu.arrays import coalesce, contiguous_strides, numel
+from ember.accel.wgpu.arrays import WArray, coalesce, contiguous_strides, numel
 
 from . import wgsl_fast
 from .ir import Reduce
@@ -787,9 +787,8 @@ class WgslCompiler:
                     and all(s % 4 == 0 for s in st[:-2]))
         if rows_ok(a, sa, oa, m) and rows_ok(b, sb, ob, K):
             return inputs
-        if m * n * K < 1 << 18:
+        if m * n * K < mk.COPY_FOR_TILES:
             return None
-        from ember.accel.wgpu.arrays import WArray
         batch = space[:-2]
         inputs = list(inputs)
         for j, dims in ((kernel.a, (m, K)), (kernel.b, (K, n))):
@@ -811,7 +810,6 @@ class WgslCompiler:
         a, sa, oa = inputs[kernel.a]
         b, sb, ob = inputs[kernel.b]
         dtype = dtypes.float32
-        from ember.accel.wgpu.arrays import WArray
 
         def plain(v):  # the tuning run: the same product without the epilogue, into a scratch output
             va = WArray(a.block, batch + (m, K), dtype, tuple(sa), oa)

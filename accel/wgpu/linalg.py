@@ -30,7 +30,7 @@ def matmul(self, a, b):
     out = self._alloc(batch + (m, n), dtype)
     if mk.eligible(self, a, b):
         return mk.matmul(self, a, b, out)
-    if m * n * k >= 1 << 18 and k % 4 == 0 and n % 4 == 0:
+    if m * n * k >= mk.COPY_FOR_TILES and k % 4 == 0 and n % 4 == 0:
         # a transposed or sliced operand (x.T @ g in a backward pass): one copy, then the tiles
         ca, cb = self._contiguous(a), self._contiguous(b)
         if mk.eligible(self, ca, cb):

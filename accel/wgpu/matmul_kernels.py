@@ -53,6 +53,9 @@ _BY_NAME = {v.name: v for v in SIMT + COOP}
 DEFAULT = {"small": "32x32x8_4x4", "medium": "64x64x8_4x4", "large": "128x128x8_8x8"}
 _FLOATS = (dtypes.float32, dtypes.float16, dtypes.bfloat16)
 MAXB = 4  # batch dims a tiled kernel addresses
+# multiply-adds from which a transposed or sliced operand is copied so the product takes the tiles
+# (the matmul primitive and Fusion's fused products both decide by it, so they give the same bits)
+COPY_FOR_TILES = 1 << 18
 
 
 # -- when the tiled kernels apply ----------------------------------------------------------------
