@@ -21,10 +21,20 @@ from .graph import Lazy, Node
 from .schedule import realize, squeeze_only
 
 _FUSED_DTYPES = ir.DTYPES
-# composites whose primitives leave nothing to fuse (scatters and gathers over windows): the inner
-# device's kernel is one pass (Wgpu's pooling gradient: 31 us where the scatter-add body took 121 us
-# in LeNet's step on the H200, 2026-12-02)
-INNER_COMPOSITES = ("pool_input_grad",)
+# composites whose primitives leave nothing to fuse (scatters and gathers over windows, pads and
+# transposing copies around a conv): the inner device's kernel is one pass (Wgpu's pooling
+# gradient: 31 us where the scatter-add body took 121 us in LeNet's step on the H200, 2026-12-02;
+# its conv gradients: one implicit GEMM each instead of pads, concatenations and copies)
+INNER_COMPOSITES = ("pool_input_grad", "conv_input_grad", "conv_weight_grad")
+# composites the inner device's kernel runs in one pass when their input is computed already (a
+# pending producer is better fused into the body's first primitive): a conv bias's gradient, the
+# sum over N, H and W of a gradient the conv's own gradients read too
+INNER_WHEN_COMPUTED = ("reduce_dims",)
+
+
+def _computed(t):
+    a = getattr(t, "_data", None)
+    return type(a) is Lazy and a.node.value is not None
 
 
 class Fusion(Decorator):
@@ -71,7 +81,7 @@ class Fusion(Decorator):
         device below, such as the C Cpu's gelu, would be one more kernel the chain cannot join),
         except those in ``INNER_COMPOSITES``: the inner device's kernel, where it has one."""
         from ember.composite import COMPOSITES
-        if name in INNER_COMPOSITES:
+        if name in INNER_COMPOSITES or (name in INNER_WHEN_COMPUTED and _computed(args[0])):
             return Decorator.run_composite(self, name, args, kwargs)
         return COMPOSITES[name](*args, **kwargs)
 

@@ -586,6 +586,7 @@ class Wgpu(Backend):
 
     # -- reductions, linear algebra, nn, indexing ---------------------------------------------------------
     reduce = _reduce.reduce
+    reduce_dims = _reduce.reduce_dims
     scan = _reduce.scan
     sort = _reduce.sort
     matmul = _linalg.matmul

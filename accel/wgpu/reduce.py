@@ -114,7 +114,8 @@ def reduce(self, op, x, dim):
     return out
 
 
-def _reduce_thread_body(op, ct, load, store):
+def _reduce_thread_body(op, ct, load, store, at="o0 + i32(t) * step"):
+    """One thread per output folds its line; ``at``: the address of element t of the line."""
     arg = op in ("argmax", "argmin")
     init = None if op in ("max", "min", "argmax", "argmin") else _fold_init(op, ct)
     s = ["  let n = pw(48u);\n  let step = pi(49u);\n"]
@@ -124,7 +125,7 @@ def _reduce_thread_body(op, ct, load, store):
         s.append("  for (var t = 1u; t < n && !done; t = t + 1u) {\n")
     else:
         s.append("  var acc = %s;\n  for (var t = 0u; t < n; t = t + 1u) {\n" % init)
-    s.append("    let v = %s;\n    %s\n  }\n" % (load.format("b0[u32(o0 + i32(t) * step)]"), _combine_src(op, ct)))
+    s.append("    let v = %s;\n    %s\n  }\n" % (load.format("b0[u32(%s)]" % at), _combine_src(op, ct)))
     s.append("  b1[u32(o1)] = %s;\n" % store.format("at" if arg else "acc"))
     return "".join(s)
 
@@ -138,7 +139,7 @@ def _group_memory(op, ct):
     return s
 
 
-def _reduce_group_body(op, ct, load, store):
+def _reduce_group_body(op, ct, load, store, at="o0 + i32(t) * step"):
     """One workgroup per output: thread ``lid`` folds t = lid, lid + 256, ...; then a tree."""
     arg = op in ("argmax", "argmin")
     ext = op in ("max", "min") or arg
@@ -149,7 +150,7 @@ def _reduce_group_body(op, ct, load, store):
         # per thread: (acc, at, nan seen); threads with no element start as "empty" (at = n)
         s.append("  var acc = %s(0);\n  var at = n;\n  var isn = 0u;\n" % ct)
         s.append("  for (var t = lid; t < n; t = t + %du) {\n" % codegen.WG)
-        s.append("    let v = %s;\n" % load.format("b0[u32(o0 + i32(t) * step)]"))
+        s.append("    let v = %s;\n" % load.format("b0[u32(%s)]" % at))
         cmp = ">" if op in ("max", "argmax") else "<"
         if nan:
             s.append("    if (isn == 0u) {\n      if (%s(v)) { acc = v; at = t; isn = 1u; }\n"
@@ -178,7 +179,7 @@ def _reduce_group_body(op, ct, load, store):
     boolean = op in ("any", "all")
     s.append("  var acc = %s;\n" % _fold_init(op, ct))
     s.append("  for (var t = lid; t < n; t = t + %du) {\n" % codegen.WG)
-    s.append("    let v = %s;\n    %s\n  }\n" % (load.format("b0[u32(o0 + i32(t) * step)]"), _combine_src(op, ct)))
+    s.append("    let v = %s;\n    %s\n  }\n" % (load.format("b0[u32(%s)]" % at), _combine_src(op, ct)))
     s.append("  part[lid] = %s;\n  workgroupBarrier();\n" % ("select(0u, 1u, acc)" if boolean else "acc"))
     s.append("  for (var h = %du; h > 0u; h = h >> 1u) {\n    if (lid < h) {\n" % (codegen.WG // 2))
     comb = {"sum": "part[lid] + part[lid + h]", "prod": "part[lid] * part[lid + h]",
@@ -188,6 +189,85 @@ def _reduce_group_body(op, ct, load, store):
     s.append("  if (lid == 0u) { b1[u32(o1)] = %s; }\n" % store.format(res))
     return "".join(s)
 
+
+
+# up to this many runs of reduced dims (after merging neighbours) go through one reduce_dims kernel
+REDUCED_RUNS = 3
+_RUN_OFFSET = """fn roff(t: u32) -> i32 {
+  var rem = t;
+  let c2 = rem % pw(54u); rem = rem / pw(54u);
+  let c1 = rem % pw(52u); rem = rem / pw(52u);
+  return i32(rem) * pi(51u) + i32(c1) * pi(53u) + i32(c2) * pi(55u);
+}
+"""
+
+
+def _reduced_runs(shape, strides, dims):
+    """[(size, stride)] of the reduced dims, outermost first: size-1 dims dropped, neighbours
+    merged where the outer one's stride steps over the inner one."""
+    runs = []
+    joined = False  # whether the previous dim kept was reduced
+    for d in range(len(shape)):
+        if shape[d] == 1:
+            continue
+        if d not in dims:
+            joined = False
+            continue
+        if joined and runs[-1][1] == strides[d] * shape[d]:
+            runs[-1] = (runs[-1][0] * shape[d], strides[d])
+        else:
+            runs.append((shape[d], strides[d]))
+        joined = True
+    return runs
+
+
+def reduce_dims(self, op, x, dims):
+    """``op`` over several ``dims`` at once (kept with size 1), reading ``x`` once: what the
+    ``reduce_dims`` composite is replaced by (reduce_dims.py). None where it does not apply (arg
+    ops, a change of dtype, more than ``REDUCED_RUNS`` runs of reduced dims, an empty max or
+    min). Float sums and products accumulate in f64 where the GPU has it and round once."""
+    dtype = x.dtype
+    if op not in ("sum", "prod", "max", "min", "any", "all") or _out_dtype(op, dtype) is not dtype:
+        return None
+    shape = x.shape
+    strides, _ = x.layout()
+    runs = _reduced_runs(shape, strides, dims)
+    if len(runs) > REDUCED_RUNS:
+        return None
+    out_shape = tuple(1 if d in dims else s for d, s in enumerate(shape))
+    n_out = numel(out_shape)
+    length = numel(shape) // n_out if n_out else 0
+    if n_out and not length:
+        if op in ("max", "min"):
+            return None  # the one-dim reduce raises the error an empty max has
+        return self.full(out_shape, 1 if op in ("prod", "all") else 0, dtype)
+    out = self._alloc(out_shape, dtype)
+    if n_out == 0:
+        return out
+    runs = [(1, 0)] * (REDUCED_RUNS - len(runs)) + runs
+    extra = [length, 0] + [w for run in runs for w in run]
+    ct, st = _acc_type(self, dtype, op)
+    xspec = self._spec(x, tuple(0 if d in dims else s for d, s in enumerate(strides)))
+    ospec = self._spec(out)
+    if op in ("any", "all"):
+        store, slibs = "select(0u, 1u, {})", ()
+    else:
+        store, slibs = ops.store(ct, dtype, st)
+    libs = _lib_nan(ct) + list(slibs)
+    load = ops.load(st, ct)
+    f16 = st == "f16"
+    wide = length >= 512 and n_out <= 8192
+    key = ("reduce_dims", op, dtype.name, wide)
+    if not wide:
+        body = _reduce_thread_body(op, ct, load, store, "o0 + roff(t)")
+        build = lambda: codegen.strided_source([st, st], 2, body, libs, f16, _RUN_OFFSET)  # noqa: E731
+        self._launch(key, build, [xspec, ospec], out_shape, extra)
+        return out
+    body = _reduce_group_body(op, ct, load, store, "o0 + roff(t)")
+    build = lambda: codegen.workgroup_source([st, st], body, libs, f16,  # noqa: E731
+                                             _group_memory(op, ct) + _RUN_OFFSET)
+    self._launch(key, build, [xspec, ospec], out_shape, extra, groups=n_out)
+    return out
 
 
 # -- scan ------------------------------------------------------------------------------------------------

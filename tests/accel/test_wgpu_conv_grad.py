@@ -1,0 +1,211 @@
+"""Wgpu's conv gradients (implicit GEMMs, accel/wgpu/conv_grad.py) and its reductions over several
+dims in one kernel (accel/wgpu/reduce_dims.py) against the composites they replace and numpy.
+
+The gradients accumulate in f32 through the tiled kernels, so they match the composite within
+the conv tolerance; max and min over several dims match exactly, sums within the conformance
+suite's sum tolerance. They run wherever an adapter is found (in CI: Mesa's lavapipe).
+"""
+import math
+import random
+
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember.accel.autodiff import Autodiff
+from ember.accel.autodiff import rules
+from ember.composite import COMPOSITES
+from harness import backends
+
+wgpu_dev = dict(backends.available()).get("wgpu")
+pytestmark = pytest.mark.skipif(wgpu_dev is None, reason="no wgpu device: %s" % dict(backends.unavailable()).get("wgpu"))
+
+np = pytest.importorskip("numpy")
+PURE = ember.Cpu(kernels="python")
+
+
+@pytest.fixture
+def dev():
+    return wgpu_dev
+
+
+def _rand(shape, dtype, device, seed):
+    rng = random.Random(seed)
+    return ember.tensor([rng.uniform(-1, 1) for _ in range(math.prod(shape))], dtype=dtype,
+                        device=device).reshape(shape)
+
+
+def _dispatches(dev, fn):
+    dev.synchronize()
+    before = dev.queue_stats()["dispatches"]
+    out = fn()
+    return out, dev.queue_stats()["dispatches"] - before
+
+
+def _names(dev, fn):
+    """``fn()`` and the kernels it dispatched (their pipeline keys' first word)."""
+    rt = dev.rt
+    dev.synchronize()
+    seen = []
+    dispatch = rt.dispatch
+
+    def spy(entry, *args):
+        seen.append(entry)
+        return dispatch(entry, *args)
+    rt.dispatch = spy
+    try:
+        out = fn()
+        dev.synchronize()
+    finally:
+        del rt.dispatch
+    return out, [next((k[0] for k, e in rt._pipelines.items() if e is entry), "?") for entry in seen]
+
+
+# (x shape, w shape, stride, padding pairs, dilation, groups)
+CASES = [((4, 3, 12, 11), (6, 3, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
+         ((3, 4, 9, 10), (6, 2, 3, 3), (2, 1), ((1, 2), (1, 0)), (1, 2), 2),
+         ((2, 6, 8, 8), (4, 6, 5, 5), (1, 1), ((2, 2), (2, 2)), (1, 1), 1),
+         ((5, 4, 13), (8, 2, 3), (2,), ((1, 0),), (2,), 2),
+         ((17, 6, 14, 14), (16, 6, 5, 5), (1, 1), ((0, 0), (0, 0)), (1, 1), 1),
+         ((2, 3, 7, 7), (3, 1, 3, 3), (3, 2), ((0, 1), (2, 0)), (2, 1), 3),
+         ((2, 2, 4, 4), (3, 2, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1)]
+
+
+def _out_shape(xs, ws, stride, padding, dilation):
+    n = len(xs) - 2
+    return (xs[0], ws[0]) + tuple((xs[2 + i] + padding[i][0] + padding[i][1] - dilation[i] * (ws[2 + i] - 1) - 1)
+                                  // stride[i] + 1 for i in range(n))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[str(i) for i in range(len(CASES))])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float16, ember.bfloat16], ids=lambda d: d.name)
+def test_conv_gradients_equal_the_composites(dev, case, dtype):
+    xs, ws, stride, padding, dilation, groups = case
+    gs = _out_shape(xs, ws, stride, padding, dilation)
+    x, w, g = _rand(xs, dtype, dev, 1), _rand(ws, dtype, dev, 2), _rand(gs, dtype, dev, 3)
+    args = (stride, padding, dilation, groups)
+    (gx, gw), names = _names(dev, lambda: (rules.conv_input_grad(g, w, xs, *args),
+                                           rules.conv_weight_grad(x, g, ws, *args)))
+    assert set(names) <= {"conv_dx", "conv_dw", "finalize", "copy"}, names  # no pads, no concatenations
+    assert (gx.shape, gx.dtype, gw.shape, gw.dtype) == (xs, dtype, ws, dtype)
+    cpu = [t.to(PURE).to(ember.float64) for t in (x, w, g)]
+    want_x = COMPOSITES["conv_input_grad"](cpu[2], cpu[1], xs, *args)
+    want_w = COMPOSITES["conv_weight_grad"](cpu[0], cpu[2], ws, *args)
+    tol = 1e-5 if dtype is ember.float32 else 2e-2
+    for got, want in ((gx, want_x), (gw, want_w)):
+        got, want = np.array(got.to(ember.float64).tolist()), np.array(want.tolist())
+        assert np.abs(got - want).max() <= tol * (1 + np.abs(want).max())
+
+
+def test_conv_gradients_read_strided_views(dev):
+    """The output's gradient as a transposed view and the input as a slice: read in place."""
+    x = _rand((3, 4, 10, 9), ember.float32, dev, 4)[:, 1:]
+    w = _rand((5, 3, 3, 3), ember.float32, dev, 5)
+    g = _rand((3, 5, 7, 8), ember.float32, dev, 6).transpose(2, 3)
+    args = ((1, 1), ((0, 0), (0, 0)), (1, 1), 1)
+    assert g.shape == (3, 5, 8, 7)
+    gx = rules.conv_input_grad(g, w, x.shape, *args)
+    gw = rules.conv_weight_grad(x, g, w.shape, *args)
+    cx, cw, cg = (t.to(PURE) for t in (x, w, g))
+    for got, want in ((gx, COMPOSITES["conv_input_grad"](cg, cw, x.shape, *args)),
+                      (gw, COMPOSITES["conv_weight_grad"](cx, cg, w.shape, *args))):
+        assert np.abs(np.array(got.tolist()) - np.array(want.tolist())).max() <= 1e-4
+
+
+def test_conv_gradients_of_an_empty_batch_are_zeros(dev):
+    x = ember.zeros(0, 2, 5, 5, device=dev)
+    w = _rand((3, 2, 3, 3), ember.float32, dev, 7)
+    g = ember.zeros(0, 3, 3, 3, device=dev)
+    args = ((1, 1), ((0, 0), (0, 0)), (1, 1), 1)
+    assert rules.conv_input_grad(g, w, x.shape, *args).shape == (0, 2, 5, 5)
+    assert rules.conv_weight_grad(x, g, w.shape, *args).tolist() == ember.zeros(3, 2, 3, 3).tolist()
+
+
+def test_float64_convolutions_keep_the_composite(dev):
+    """float64 has no tiled kernel: the composite's exact path."""
+    x, w = _rand((2, 2, 5, 5), ember.float64, dev, 8), _rand((3, 2, 3, 3), ember.float64, dev, 9)
+    g = _rand((2, 3, 3, 3), ember.float64, dev, 10)
+    args = ((1, 1), ((0, 0), (0, 0)), (1, 1), 1)
+    _, names = _names(dev, lambda: rules.conv_input_grad(g, w, x.shape, *args).tolist())
+    assert "conv_dx" not in names
+
+
+def test_a_training_step_through_autodiff_matches_the_cpu(dev):
+    """conv2d's backward on Autodiff(Wgpu()) takes the GEMMs and gives the Cpu's gradients."""
+    out = {}
+    for name, inner in (("wgpu", dev), ("cpu", PURE)):
+        ad = Autodiff(inner)
+        x = _rand((4, 3, 9, 9), ember.float32, ad, 11).require_grad()
+        w = _rand((6, 3, 3, 3), ember.float32, ad, 12).require_grad()
+        b = _rand((6,), ember.float32, ad, 13).require_grad()
+        y = F.conv2d(x, w, b, stride=2, padding=1)
+        grads = (y * y).sum().backward()
+        out[name] = [np.array(grads.get(t).tolist()) for t in (x, w, b)]
+    for got, want in zip(out["wgpu"], out["cpu"]):
+        assert np.abs(got - want).max() <= 1e-4 * (1 + np.abs(want).max())
+
+
+def test_conv_gradients_under_fusion_run_the_gemms(dev):
+    from ember.accel.fusion import Fusion
+    fd = Fusion(dev)
+    x, w, g = _rand((4, 3, 9, 9), ember.float32, fd, 14), _rand((6, 3, 3, 3), ember.float32, fd, 15), \
+        _rand((4, 6, 7, 7), ember.float32, fd, 16)
+    args = ((1, 1), ((0, 0), (0, 0)), (1, 1), 1)
+    (gx, gw), names = _names(dev, lambda: [t.tolist() for t in (rules.conv_input_grad(g, w, x.shape, *args),
+                                                                rules.conv_weight_grad(x, g, w.shape, *args))])
+    assert "conv_dx" in names and "conv_dw" in names
+    want = COMPOSITES["conv_weight_grad"](x.to(PURE), g.to(PURE), w.shape, *args)
+    assert np.abs(np.array(gw) - np.array(want.tolist())).max() <= 1e-4
+
+
+# -- several dims in one kernel ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,dims", [((16, 6, 12, 12), (0, 2, 3)), ((3, 4, 5), (0, 2)), ((7, 9), (0, 1)),
+                                        ((2, 3, 4, 5, 6), (0, 2, 4)), ((5, 600, 3), (0, 1)), ((4, 1, 5), (0, 1))])
+@pytest.mark.parametrize("op", ["sum", "prod", "max", "min"])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64], ids=lambda d: d.name)
+def test_reductions_over_several_dims_take_one_kernel(dev, shape, dims, op, dtype):
+    rng = np.random.default_rng(len(shape))
+    a = rng.uniform(0.9, 1.1, shape) if op == "prod" else rng.standard_normal(shape)
+    t = ember.tensor(a.tolist(), dtype=dtype, device=dev)
+    if op in ("max", "min"):  # over every dim (a max over a tuple of dims has no spelling)
+        dims = tuple(range(len(shape)))
+    got, n = _dispatches(dev, lambda: (getattr(t, op)() if op in ("max", "min") else getattr(t, op)(dims)).tolist())
+    assert n == 1
+    exact = np.array(t.to(PURE).to(ember.float64).tolist())
+    ref = getattr(np, op)(exact, dims)
+    if op in ("max", "min"):
+        assert got == ref.item()
+    else:
+        assert np.allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_reductions_over_several_dims_of_views_nans_and_empties(dev):
+    a = np.arange(120.0).reshape(2, 3, 4, 5)
+    a[1, 2, 0, 3] = np.nan
+    t = ember.tensor(a.tolist(), device=dev)
+    v = t.permute(3, 0, 2, 1)  # a strided view: nothing merges
+    got = np.array(v.sum((1, 3)).tolist())
+    assert np.allclose(got, a.transpose(3, 0, 2, 1).sum((1, 3)), equal_nan=True)
+    assert math.isnan(v.max().item()) and v[:, 0].min().item() == 0.0
+    # four runs of reduced dims: beyond one kernel, the composite's one-dim reductions
+    b = np.random.default_rng(3).standard_normal((2, 2, 2, 2, 2, 2, 2))
+    tb = ember.tensor(b.tolist(), device=dev)
+    assert np.allclose(tb.sum((0, 2, 4, 6)).tolist(), b.sum((0, 2, 4, 6)), rtol=1e-5)
+    assert ember.zeros(2, 0, 3, device=dev).sum((0, 1)).tolist() == [0.0, 0.0, 0.0]
+    assert ember.ones(2, 0, 3, device=dev).prod((0, 1)).tolist() == [1.0, 1.0, 1.0]
+    with pytest.raises(ember.errors.ShapeError):
+        ember.zeros(2, 0, 3, device=dev).max()
+    bools = ember.tensor([[[True, False], [False, False]], [[False, False], [False, True]]], device=dev)
+    assert bools.any((0, 2)).tolist() == [True, True] and bools.all((1, 2)).tolist() == [False, False]
+
+
+def test_a_bias_gradient_under_fusion_is_one_reduction(dev):
+    """The sum over N, H and W of a computed gradient: the inner device's one kernel."""
+    from ember.accel.fusion import Fusion
+    fd = Fusion(dev)
+    g = _rand((8, 6, 5, 5), ember.float32, fd, 17)
+    g.tolist()
+    got, names = _names(dev, lambda: g.sum((0, 2, 3)).tolist())
+    assert names == ["reduce_dims"]
+    assert np.allclose(got, np.array(g.tolist()).sum((0, 2, 3)), rtol=1e-5, atol=1e-5)
