@@ -53,41 +53,46 @@ class _Flavor:
         return ("  let M = pw(0u); let N = pw(1u); let K = pw(2u);\n" + mk._SPLIT.replace("ZEXPR", z) +
                 _GEOMETRY + self.bases() + "  let m0 = wid.y * %du; let n0 = wid.x * %du;\n" % (bm, bn))
 
-    def load_a(self, reg, row, kk):
-        return "%s = vec4<f32>(%s);" % (reg, ", ".join("ga(%s + %du, %s, kend, pbase_)" % (kk, c, row)
-                                                       for c in range(4)))
-
     def load_b(self, reg, kk, col):
-        return "%s = vec4<f32>(%s);" % (reg, ", ".join("gb(%s, %s + %du, kend, qbase_)" % (kk, col, c)
-                                                       for c in range(4)))
+        # the row of K is decomposed once for its four columns (gk), each column then in gb
+        return "{ let kp = gk(%s, kend); %s = vec4<f32>(%s); }" % (
+            kk, reg, ", ".join("gb(kp, %s + %du, qbase_)" % (col, c) for c in range(4)))
 
 
 class _InputGrad(_Flavor):
-    """S0 = the weights (contiguous), S1 = the output's gradient G, C = dX (N, C, H, W) contiguous."""
+    """S0 = the weights (contiguous), S1 = the output's gradient G, C = dX (N, C, H, W) contiguous.
+    K runs over (o, ky, kx); a column is an input position (n, iy, ix)."""
 
     def bases(self):
         return ("  let pbase_ = i32(pw(28u) + z * og * cg * KH * KW);\n"
                 "  let qbase_ = pi(27u) + i32(z * og) * pi(24u);\n")
 
+    def load_a(self, reg, row, kk):
+        return "%s = vec4<f32>(%s);" % (reg, ", ".join("ga(%s + %du, %s, kend, pbase_)" % (kk, c, row)
+                                                       for c in range(4)))
+
     def helpers(self):
         return ("fn ga(k: u32, row: u32, kend: u32, base: i32) -> f32 {\n"
                 "  if (k >= kend || row >= pw(0u)) { return 0.0; }\n"
-                "  let kk = pw(8u) * pw(9u); let o = k / kk;\n"
+                "  let kk = pw(8u) * pw(9u);\n"
                 "  return %s;\n}\n"
-                "fn gb(k: u32, col: u32, kend: u32, base: i32) -> f32 {\n"
-                "  if (k >= kend || col >= pw(1u)) { return 0.0; }\n"
-                "  let H = pw(4u); let W = pw(5u); let KH = pw(8u); let KW = pw(9u);\n"
-                "  let o = k / (KH * KW); let ky = i32((k / KW) %% KH); let kx = i32(k %% KW);\n"
-                "  let nb = col / (H * W); let iy = i32((col / W) %% H); let ix = i32(col %% W);\n"
-                "  let ty = iy + pi(14u) - ky * pi(12u); let tx = ix + pi(15u) - kx * pi(13u);\n"
-                "  if (ty < 0 || tx < 0) { return 0.0; }\n"
+                # (o, the offsets ky and kx put between an input and an output row/column, 1: in K)
+                "fn gk(k: u32, kend: u32) -> vec4<i32> {\n"
+                "  if (k >= kend) { return vec4<i32>(0); }\n"
+                "  let KW = pw(9u); let kk = pw(8u) * KW; let r = k %% kk;\n"
+                "  return vec4<i32>(i32(k / kk), pi(14u) - i32(r / KW) * pi(12u), pi(15u) - i32(r %% KW) * pi(13u), 1);\n}\n"
+                "fn gb(kp: vec4<i32>, col: u32, base: i32) -> f32 {\n"
+                "  if (kp.w == 0 || col >= pw(1u)) { return 0.0; }\n"
+                "  let W = pw(5u); let hw = pw(4u) * W; let sp = col %% hw;\n"
+                "  var oy = i32(sp / W) + kp.y; var ox = i32(sp %% W) + kp.z;\n"
+                "  if (oy < 0 || ox < 0) { return 0.0; }\n"
                 "  let sh = pi(10u); let sw = pi(11u);\n"
-                "  if (ty %% sh != 0 || tx %% sw != 0) { return 0.0; }\n"
-                "  let oy = ty / sh; let ox = tx / sw;\n"
+                "  if (sh != 1) { if (oy %% sh != 0) { return 0.0; } oy = oy / sh; }\n"
+                "  if (sw != 1) { if (ox %% sw != 0) { return 0.0; } ox = ox / sw; }\n"
                 "  if (oy >= i32(pw(6u)) || ox >= i32(pw(7u))) { return 0.0; }\n"
                 "  return %s;\n}\n"
-                % (self.cv.format("S0[u32(base) + (o * pw(16u) + row) * kk + k % kk]"),
-                   self.cv.format("S1[u32(base + i32(nb) * pi(23u) + i32(o) * pi(24u) + oy * pi(25u) + ox * pi(26u))]")))
+                % (self.cv.format("S0[u32(base) + ((k / kk) * pw(16u) + row) * kk + k % kk]"),
+                   self.cv.format("S1[u32(base + i32(col / hw) * pi(23u) + kp.x * pi(24u) + oy * pi(25u) + ox * pi(26u))]")))
 
     def store_c(self, row, col, value):
         return ("{ let cc = %s; let hw = u32(H * W); "
@@ -95,28 +100,35 @@ class _InputGrad(_Flavor):
 
 
 class _WeightGrad(_Flavor):
-    """S0 = the output's gradient G, S1 = the input X, C = dW (O, cg, KH, KW) contiguous."""
+    """S0 = the output's gradient G, S1 = the input X, C = dW (O, cg, KH, KW) contiguous. K runs
+    over the output positions (n, oy, ox); a column is (c, ky, kx)."""
 
     def bases(self):
         return ("  let pbase_ = pi(27u) + i32(z * og) * pi(24u);\n"
                 "  let qbase_ = pi(22u) + i32(z * cg) * pi(19u);\n")
 
+    def load_a(self, reg, row, kk):
+        return "%s = vec4<f32>(%s);" % (reg, ", ".join("ga(gk(%s + %du, kend), %s, pbase_)" % (kk, c, row)
+                                                       for c in range(4)))
+
     def helpers(self):
-        return ("fn ga(k: u32, row: u32, kend: u32, base: i32) -> f32 {\n"
-                "  if (k >= kend || row >= pw(0u)) { return 0.0; }\n"
-                "  let OH = pw(6u); let OW = pw(7u);\n"
-                "  let nb = k / (OH * OW); let oy = (k / OW) %% OH; let ox = k %% OW;\n"
+        return (  # (n, oy, ox, 1: in K)
+                "fn gk(k: u32, kend: u32) -> vec4<i32> {\n"
+                "  if (k >= kend) { return vec4<i32>(0); }\n"
+                "  let OW = pw(7u); let ohw = pw(6u) * OW; let sp = k %% ohw;\n"
+                "  return vec4<i32>(i32(k / ohw), i32(sp / OW), i32(sp %% OW), 1);\n}\n"
+                "fn ga(kp: vec4<i32>, row: u32, base: i32) -> f32 {\n"
+                "  if (kp.w == 0 || row >= pw(0u)) { return 0.0; }\n"
                 "  return %s;\n}\n"
-                "fn gb(k: u32, col: u32, kend: u32, base: i32) -> f32 {\n"
-                "  if (k >= kend || col >= pw(1u)) { return 0.0; }\n"
-                "  let OH = pw(6u); let OW = pw(7u); let KH = pw(8u); let KW = pw(9u);\n"
-                "  let nb = k / (OH * OW); let oy = i32((k / OW) %% OH); let ox = i32(k %% OW);\n"
-                "  let c = col / (KH * KW); let ky = i32((col / KW) %% KH); let kx = i32(col %% KW);\n"
-                "  let iy = oy * pi(10u) + ky * pi(12u) - pi(14u); let ix = ox * pi(11u) + kx * pi(13u) - pi(15u);\n"
+                "fn gb(kp: vec4<i32>, col: u32, base: i32) -> f32 {\n"
+                "  if (kp.w == 0 || col >= pw(1u)) { return 0.0; }\n"
+                "  let KW = pw(9u); let kk = pw(8u) * KW; let r = col %% kk;\n"
+                "  let iy = kp.y * pi(10u) + i32(r / KW) * pi(12u) - pi(14u);\n"
+                "  let ix = kp.z * pi(11u) + i32(r %% KW) * pi(13u) - pi(15u);\n"
                 "  if (iy < 0 || iy >= i32(pw(4u)) || ix < 0 || ix >= i32(pw(5u))) { return 0.0; }\n"
                 "  return %s;\n}\n"
-                % (self.cv.format("S0[u32(base + i32(nb) * pi(23u) + i32(row) * pi(24u) + i32(oy) * pi(25u) + i32(ox) * pi(26u))]"),
-                   self.cv.format("S1[u32(base + i32(nb) * pi(18u) + i32(c) * pi(19u) + iy * pi(20u) + ix * pi(21u))]")))
+                % (self.cv.format("S0[u32(base + kp.x * pi(23u) + i32(row) * pi(24u) + kp.y * pi(25u) + kp.z * pi(26u))]"),
+                   self.cv.format("S1[u32(base + kp.x * pi(18u) + i32(col / kk) * pi(19u) + iy * pi(20u) + ix * pi(21u))]")))
 
     def store_c(self, row, col, value):
         return "C[cbase + (z * og + %s) * N + %s] = %s;" % (row, col, value)
@@ -151,11 +163,16 @@ def _run(dev, op, v, p, q, out, words, groups, m, n, k):
                   dtype, st, [p.block.buffer, q.block.buffer, out.block.buffer], words, grid, m, n, k)
 
 
+def _default_variant(m, n, k):
+    """The small tile where M (channels a group) is narrow: a 64-row tile would mostly idle."""
+    return "32x32x8_4x4" if m <= 32 else mk._default_variant(m, n, k)
+
+
 def _tuned(dev, op, dtype, dims, run, variant):
     """Run ``run`` with ``variant`` (a name) or the autotuner's choice for ``dims``."""
     if variant is None:
         simt = [v.name for v in mk.SIMT if v.smem() <= dev.rt.max_workgroup_storage]
-        variant = autotune.choose(dev, op, dtype, dims, lambda v: run(v), simt, mk._default_variant(*dims),
+        variant = autotune.choose(dev, op, dtype, dims, lambda v: run(v), simt, _default_variant(*dims),
                                   lambda name: _check(dev, op, name, dtype))
     run(mk._BY_NAME[variant])
 
