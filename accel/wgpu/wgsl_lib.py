@@ -50,14 +50,19 @@ fn neg64(x: f64) -> bool { return (bitcast<u64>(x) >> 63u) != 0lu; }
 fn copysign64(m: f64, s: f64) -> f64 {
   return bitcast<f64>((bitcast<u64>(m) & 0x7ffffffffffffffflu) | (bitcast<u64>(s) & 0x8000000000000000lu));
 }
-// a / b for finite nonzero results, then one correction from the exact residual (fma): tan on
-// the H200 lost 1e-10 of its precision in the plain division (2026-11-29)
+// a / b for finite nonzero results: the reciprocal's quotient, corrected once by the exact
+// residual a - q*b (Dekker's product: no fma, whose f64 form on the H200 through Vulkan did not
+// round once; its f64 division is approximate, and tan lost 1e-10 of its precision to it)
+fn split64(x: f64) -> vec2<f64> { let c = 134217729.0lf * x; let h = c - (c - x); return vec2<f64>(h, x - h); }
 fn dv(a: f64, b: f64) -> f64 {
   let y = 1.0lf / b;
   let q = a * y;
-  if (!isfin64(q) || q == 0.0lf) { return a / b; }
-  let e = fma(-q, b, a);
-  return fma(e, y, q);
+  if (!isfin64(q) || q == 0.0lf || abs(q) > 1e300lf || abs(b) > 1e300lf) { return a / b; }
+  let p = q * b;
+  let sq = split64(q);
+  let sb = split64(b);
+  let pe = ((sq.x * sb.x - p) + sq.x * sb.y + sq.y * sb.x) + sq.y * sb.y;
+  return q + ((a - p) - pe) * y;
 }
 fn ldexp64(x: f64, k: i32) -> f64 { let h = k / 2; return ldexp(ldexp(x, h), k - h); }
 fn exponent64(x: f64) -> i32 {
