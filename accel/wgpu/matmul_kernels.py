@@ -318,12 +318,14 @@ SPLIT_WORKGROUPS = 256
 SPLIT_MIN_K, SPLIT_CHUNK = 256, 64  # the H200's best for the batch-64 training steps (bench/results)
 
 
-def split_k(v, m, n, k, batch):
-    """(slices, k per slice): split K when the output tiles alone cannot fill the GPU."""
+def split_k(v, m, n, k, batch, rule=None):
+    """(slices, k per slice): split K when the output tiles alone cannot fill the GPU. ``rule``:
+    (fewest tiles that are not split, workgroups aimed at), default (SPLIT_TILES, SPLIT_WORKGROUPS)."""
+    few, aim = rule or (SPLIT_TILES, SPLIT_WORKGROUPS)
     tiles = ((m + v.bm - 1) // v.bm) * ((n + v.bn - 1) // v.bn) * batch
-    if tiles >= SPLIT_TILES or k < SPLIT_MIN_K:
+    if tiles >= few or k < SPLIT_MIN_K:
         return 1, k
-    ks = min((SPLIT_WORKGROUPS + tiles - 1) // tiles, k // SPLIT_CHUNK)
+    ks = min((aim + tiles - 1) // tiles, k // SPLIT_CHUNK)
     if ks < 2:
         return 1, k
     chunk = (k + ks - 1) // ks
@@ -331,11 +333,12 @@ def split_k(v, m, n, k, batch):
     return (k + chunk - 1) // chunk, chunk
 
 
-def _run_split(dev, key, v, build, flavor, dtype, st, buffers, words, grid, m, n, k, extra=()):
+def _run_split(dev, key, v, build, flavor, dtype, st, buffers, words, grid, m, n, k, extra=(), rule=None):
     """Dispatch the tiled kernel, split along K (and finalized) when that fills the GPU better.
-    ``extra``: buffers bound after the partial products (a fused epilogue's inputs and outputs)."""
+    ``extra``: buffers bound after the partial products (a fused epilogue's inputs and outputs);
+    ``rule``: split_k's."""
     extra = list(extra)
-    ks, chunk = split_k(v, m, n, k, grid[2])
+    ks, chunk = split_k(v, m, n, k, grid[2], rule)
     words = list(words) + [0] * (32 - len(words))
     words[30], words[31] = ks, chunk
     if ks == 1:

@@ -50,19 +50,18 @@ fn neg64(x: f64) -> bool { return (bitcast<u64>(x) >> 63u) != 0lu; }
 fn copysign64(m: f64, s: f64) -> f64 {
   return bitcast<f64>((bitcast<u64>(m) & 0x7ffffffffffffffflu) | (bitcast<u64>(s) & 0x8000000000000000lu));
 }
-// a / b for finite nonzero results: the reciprocal's quotient, corrected once by the exact
-// residual a - q*b (Dekker's product: no fma, whose f64 form on the H200 through Vulkan did not
-// round once; its f64 division is approximate, and tan lost 1e-10 of its precision to it)
-fn split64(x: f64) -> vec2<f64> { let c = 134217729.0lf * x; let h = c - (c - x); return vec2<f64>(h, x - h); }
+// a / b for finite nonzero results by Newton's reciprocal from float32's, then one correction
+// from the residual. The H200's f64 division through Vulkan is approximate (tan lost 1e-10 of its
+// precision), and corrections of a quotient of 1.0 / b came out unchanged: its compiler treats
+// b * (1.0 / b) as 1. A reciprocal grown from f32(b) leaves it nothing to simplify.
 fn dv(a: f64, b: f64) -> f64 {
-  let y = 1.0lf / b;
+  let ab = abs(b);
+  if (!isfin64(a) || !(ab >= 1e-30lf && ab <= 1e30lf)) { return a / b; }
+  var y = f64(1.0 / f32(b));
+  y = y * (2.0lf - b * y);
+  y = y * (2.0lf - b * y);
   let q = a * y;
-  if (!isfin64(q) || q == 0.0lf || abs(q) > 1e300lf || abs(b) > 1e300lf) { return a / b; }
-  let p = q * b;
-  let sq = split64(q);
-  let sb = split64(b);
-  let pe = ((sq.x * sb.x - p) + sq.x * sb.y + sq.y * sb.x) + sq.y * sb.y;
-  return q + ((a - p) - pe) * y;
+  return q + (a - q * b) * y;
 }
 fn ldexp64(x: f64, k: i32) -> f64 { let h = k / 2; return ldexp(ldexp(x, h), k - h); }
 fn exponent64(x: f64) -> i32 {
