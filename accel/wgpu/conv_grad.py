@@ -136,9 +136,10 @@ class _WeightGrad(_Flavor):
 
 _FLAVORS = {"conv_dx": _InputGrad, "conv_dw": _WeightGrad}
 # the split-K rule of the gradients (matmul_kernels.split_k): their index arithmetic makes each
-# workgroup's K loop long and latency-bound, so K is cut until some SPLIT_AIM workgroups run
-# (LeNet-5's input gradient at batch 64: 392 tiles of K = 400 in one slice took 101 us on the H200)
-SPLIT_FEW, SPLIT_AIM = 1024, 2048
+# workgroup's K loop long and latency-bound, so K is cut until some SPLIT_AIM workgroups run, in
+# at most SPLIT_MOST slices (the finalize adds a slice at a time). H200, LeNet-5 at batch 64: the
+# input gradient's 392 tiles of K = 400 took 101 us in one slice, 49 us in six
+SPLIT_FEW, SPLIT_AIM, SPLIT_MOST = 1024, 2048, 64
 
 
 def _strides(dev, a):
@@ -165,7 +166,7 @@ def _run(dev, op, v, p, q, out, words, groups, m, n, k):
     grid = ((n + v.bn - 1) // v.bn, (m + v.bm - 1) // v.bm, groups)
     mk._run_split(dev, (op, v.name, dtype.name, st), v, lambda: mk._simt_source(v, dtype, st, flavor), flavor,
                   dtype, st, [p.block.buffer, q.block.buffer, out.block.buffer], words, grid, m, n, k,
-                  rule=(SPLIT_FEW, SPLIT_AIM))
+                  rule=(SPLIT_FEW, SPLIT_AIM, SPLIT_MOST))
 
 
 def _default_variant(m, n, k):

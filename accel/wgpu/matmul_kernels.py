@@ -320,12 +320,13 @@ SPLIT_MIN_K, SPLIT_CHUNK = 256, 64  # the H200's best for the batch-64 training 
 
 def split_k(v, m, n, k, batch, rule=None):
     """(slices, k per slice): split K when the output tiles alone cannot fill the GPU. ``rule``:
-    (fewest tiles that are not split, workgroups aimed at), default (SPLIT_TILES, SPLIT_WORKGROUPS)."""
-    few, aim = rule or (SPLIT_TILES, SPLIT_WORKGROUPS)
+    (fewest tiles that are not split, workgroups aimed at, most slices), default
+    (SPLIT_TILES, SPLIT_WORKGROUPS, SPLIT_WORKGROUPS)."""
+    few, aim, most = rule or (SPLIT_TILES, SPLIT_WORKGROUPS, SPLIT_WORKGROUPS)
     tiles = ((m + v.bm - 1) // v.bm) * ((n + v.bn - 1) // v.bn) * batch
     if tiles >= few or k < SPLIT_MIN_K:
         return 1, k
-    ks = min((aim + tiles - 1) // tiles, k // SPLIT_CHUNK)
+    ks = min((aim + tiles - 1) // tiles, k // SPLIT_CHUNK, most)
     if ks < 2:
         return 1, k
     chunk = (k + ks - 1) // ks

@@ -209,3 +209,16 @@ def test_a_bias_gradient_under_fusion_is_one_reduction(dev):
     got, names = _names(dev, lambda: g.sum((0, 2, 3)).tolist())
     assert names == ["reduce_dims"]
     assert np.allclose(got, np.array(g.tolist()).sum((0, 2, 3)), rtol=1e-5, atol=1e-5)
+
+
+def test_conv_gradients_split_along_k_sooner_than_products():
+    from ember.accel.wgpu import conv_grad, matmul_kernels as mk
+    v = mk._BY_NAME["32x32x8_4x4"]
+    rule = (conv_grad.SPLIT_FEW, conv_grad.SPLIT_AIM, conv_grad.SPLIT_MOST)
+    # LeNet-5's second conv, input gradient at batch 64: M = 6 channels, N = 64 * 14 * 14, K = 16 * 25
+    assert mk.split_k(v, 6, 12544, 400, 1) == (1, 400)
+    ks, chunk = mk.split_k(v, 6, 12544, 400, 1, rule)
+    assert 1 < ks and (ks - 1) * chunk < 400 <= ks * chunk
+    # its first conv's weight gradient: K = 64 * 28 * 28 in at most SPLIT_MOST slices
+    ks, chunk = mk.split_k(v, 6, 25, 64 * 28 * 28, 1, rule)
+    assert ks == conv_grad.SPLIT_MOST and chunk % v.bk == 0
