@@ -137,9 +137,10 @@ class _WeightGrad(_Flavor):
 _FLAVORS = {"conv_dx": _InputGrad, "conv_dw": _WeightGrad}
 # the split-K rule of the gradients (matmul_kernels.split_k): their index arithmetic makes each
 # workgroup's K loop long and latency-bound, so K is cut until some SPLIT_AIM workgroups run, in
-# at most SPLIT_MOST slices (the finalize adds a slice at a time). H200, LeNet-5 at batch 64: the
-# input gradient's 392 tiles of K = 400 took 101 us in one slice, 49 us in six
-SPLIT_FEW, SPLIT_AIM, SPLIT_MOST = 1024, 2048, 64
+# at most SPLIT_MOST slices; many slices of few outputs are added by a workgroup per output.
+# H200, LeNet-5 at batch 64: the input gradient's 392 tiles of K = 400 took 101 us in one slice,
+# 49 us in six; the first conv's weight gradient (K = 50176) 44 us in 784 slices, 208 in 64
+SPLIT_FEW, SPLIT_AIM, SPLIT_MOST = 1024, 2048, 1024
 
 
 def _strides(dev, a):
@@ -166,7 +167,7 @@ def _run(dev, op, v, p, q, out, words, groups, m, n, k):
     grid = ((n + v.bn - 1) // v.bn, (m + v.bm - 1) // v.bm, groups)
     mk._run_split(dev, (op, v.name, dtype.name, st), v, lambda: mk._simt_source(v, dtype, st, flavor), flavor,
                   dtype, st, [p.block.buffer, q.block.buffer, out.block.buffer], words, grid, m, n, k,
-                  rule=(SPLIT_FEW, SPLIT_AIM, SPLIT_MOST))
+                  rule=(SPLIT_FEW, SPLIT_AIM, SPLIT_MOST), wide=True)
 
 
 def _default_variant(m, n, k):

@@ -289,8 +289,10 @@ class _ConvFlavor:
                 "C[cbase + (nb * O + z * og + %s) * OH * OW + sp] = %s; }" % (col, row, value))
 
 
-def finalize_source(dtype, st, flavor):
-    """Adds the ks partial products of a split-K run and stores C through the flavor."""
+def finalize_source(dtype, st, flavor, wide=False):
+    """Adds the ks partial products of a split-K run and stores C through the flavor: a thread per
+    output adding the slices in order, or (``wide``) a workgroup per output, its 256 threads
+    taking every 256th slice, then a tree."""
     store, libs = _store_c(dtype, st)
     from . import wgsl_lib
     L = ["enable f16;" if st == "f16" else "", codegen.prelude([], False).replace("enable f16;\n", "")]
@@ -298,16 +300,32 @@ def finalize_source(dtype, st, flavor):
     L.append(wgsl_lib.lib(libs))
     if hasattr(flavor, "helpers"):
         L.append(flavor.helpers())
+    if wide:
+        L.append("var<workgroup> part: array<f32, 256>;")
     L.append("@compute @workgroup_size(256)")
     L.append("fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {")
     L.append(flavor.head(0, 0, "wid.z"))
-    L.append("  let idx = wid.x * 256u + lid; if (idx >= M * N) { return; }")
-    L.append("  let row = idx / N; let col = idx % N;")
-    L.append("  var acc = 0.0;")
-    L.append("  for (var s = 0u; s < ks; s = s + 1u) { acc = acc + Pt[pbase + ((z * ks + s) * M + row) * N + col]; }")
-    L.append("  " + flavor.store_c("row", "col", store.format("acc")))
+    if wide:
+        L.append("  let idx = wid.x; let row = idx / N; let col = idx % N;")
+        L.append("  var acc = 0.0;")
+        L.append("  for (var s = lid; s < ks; s = s + 256u) { acc = acc + Pt[pbase + ((z * ks + s) * M + row) * N + col]; }")
+        L.append("  part[lid] = acc;\n  workgroupBarrier();")
+        L.append("  for (var h = 128u; h > 0u; h = h >> 1u) {\n    if (lid < h) { part[lid] = part[lid] + part[lid + h]; }\n"
+                 "    workgroupBarrier();\n  }")
+        L.append("  if (lid == 0u) { let acc = part[0]; " + flavor.store_c("row", "col", store.format("acc")) + " }")
+    else:
+        L.append("  let idx = wid.x * 256u + lid; if (idx >= M * N) { return; }")
+        L.append("  let row = idx / N; let col = idx % N;")
+        L.append("  var acc = 0.0;")
+        L.append("  for (var s = 0u; s < ks; s = s + 1u) { acc = acc + Pt[pbase + ((z * ks + s) * M + row) * N + col]; }")
+        L.append("  " + flavor.store_c("row", "col", store.format("acc")))
     L.append("}")
     return "\n".join(L) + "\n"
+
+
+# a split-K run whose caller asks for it adds its slices by a workgroup per output where there are
+# at most WIDE_OUTPUTS outputs and WIDE_SLICES slices or more (a long serial loop per thread else)
+WIDE_OUTPUTS, WIDE_SLICES = 8192, 32
 
 
 # split-K: a product whose output tiles cannot fill the GPU (fewer than SPLIT_TILES workgroups) and
@@ -334,10 +352,11 @@ def split_k(v, m, n, k, batch, rule=None):
     return (k + chunk - 1) // chunk, chunk
 
 
-def _run_split(dev, key, v, build, flavor, dtype, st, buffers, words, grid, m, n, k, extra=(), rule=None):
+def _run_split(dev, key, v, build, flavor, dtype, st, buffers, words, grid, m, n, k, extra=(), rule=None,
+               wide=False):
     """Dispatch the tiled kernel, split along K (and finalized) when that fills the GPU better.
     ``extra``: buffers bound after the partial products (a fused epilogue's inputs and outputs);
-    ``rule``: split_k's."""
+    ``rule``: split_k's; ``wide``: finalize many slices of few outputs by a workgroup per output."""
     extra = list(extra)
     ks, chunk = split_k(v, m, n, k, grid[2], rule)
     words = list(words) + [0] * (32 - len(words))
@@ -349,9 +368,14 @@ def _run_split(dev, key, v, build, flavor, dtype, st, buffers, words, grid, m, n
     pbuf = part.buffer
     words[29] = part.offset // 4
     _dispatch(dev, key, build, buffers + [pbuf] + extra, words, (grid[0], grid[1], grid[2] * ks))
-    _dispatch(dev, ("finalize",) + key[2:] + (type(flavor).__name__,),
-              lambda: finalize_source(dtype, st, flavor), buffers + [pbuf] + extra, words,
-              ((m * n + 255) // 256, 1, grid[2]))
+    if wide and m * n <= WIDE_OUTPUTS and ks >= WIDE_SLICES:
+        _dispatch(dev, ("finalize",) + key[2:] + (type(flavor).__name__, "wide"),
+                  lambda: finalize_source(dtype, st, flavor, True), buffers + [pbuf] + extra, words,
+                  (m * n, 1, grid[2]))
+    else:
+        _dispatch(dev, ("finalize",) + key[2:] + (type(flavor).__name__,),
+                  lambda: finalize_source(dtype, st, flavor), buffers + [pbuf] + extra, words,
+                  ((m * n + 255) // 256, 1, grid[2]))
     del part
 
 

@@ -221,4 +221,15 @@ def test_conv_gradients_split_along_k_sooner_than_products():
     assert 1 < ks and (ks - 1) * chunk < 400 <= ks * chunk
     # its first conv's weight gradient: K = 64 * 28 * 28 in at most SPLIT_MOST slices
     ks, chunk = mk.split_k(v, 6, 25, 64 * 28 * 28, 1, rule)
-    assert ks == conv_grad.SPLIT_MOST and chunk % v.bk == 0
+    assert mk.WIDE_SLICES <= ks <= conv_grad.SPLIT_MOST and chunk % v.bk == 0
+
+
+def test_many_slices_of_few_outputs_are_added_by_a_workgroup_each(dev):
+    """A weight gradient over a long K: split into many slices, finalized wide, the composite's values."""
+    x, g = _rand((40, 2, 16, 16), ember.float32, dev, 18), _rand((40, 3, 14, 14), ember.float32, dev, 19)
+    args = ((1, 1), ((0, 0), (0, 0)), (1, 1), 1)
+    gw, names = _names(dev, lambda: rules.conv_weight_grad(x, g, (3, 2, 3, 3), *args).tolist())
+    rt = dev.rt
+    assert any(k[0] == "finalize" and k[-1] == "wide" for k in rt._pipelines)
+    want = COMPOSITES["conv_weight_grad"](x.to(PURE), g.to(PURE), (3, 2, 3, 3), *args)
+    assert np.abs(np.array(gw) - np.array(want.tolist())).max() <= 1e-4 * (1 + np.abs(np.array(want.tolist())).max())
