@@ -86,31 +86,37 @@ def reduce(self, op, x, dim):
     length = shape[dim]
     if n_out == 0:
         return out
-    ct, st = _acc_type(self, dtype, op)
-    ost = self.storage[out_dtype].wgsl
     strides, _ = x.layout()
     xspec = self._spec(x, strides[:dim] + (0,) + strides[dim + 1:])
-    ospec = self._spec(out)
+    return _run(self, "reduce", op, dtype, xspec, out, length, (length, strides[dim]))
+
+
+def _run(self, name, op, dtype, xspec, out, length, extra, at="o0 + i32(t) * step", helpers=""):
+    """Launch reduction kernel ``name`` folding ``length`` elements into each of ``out``'s:
+    ``at`` addresses element t of an output's line (``helpers``: WGSL functions it calls)."""
+    ct, st = _acc_type(self, dtype, op)
+    ost = self.storage[out.dtype].wgsl
     if op in ("argmax", "argmin"):
         store, slibs = ost + "({})", ()
     elif op in ("any", "all"):
         store, slibs = "select(0u, 1u, {})", ()
     else:
-        store, slibs = ops.store(ct, out_dtype, ost)
+        store, slibs = ops.store(ct, out.dtype, ost)
     libs = _lib_nan(ct) + list(slibs)
     load = ops.load(st, ct)
     f16 = "f16" in (st, ost)
-    extra = (length, strides[dim])
+    n_out = numel(out.shape)
     wide = length >= 512 and n_out <= 8192
-    key = ("reduce", op, dtype.name, wide)
+    key = (name, op, dtype.name, wide)
+    specs = [xspec, self._spec(out)]
     if not wide:
-        body = _reduce_thread_body(op, ct, load, store)
-        build = lambda: codegen.strided_source([st, ost], 2, body, libs, f16)  # noqa: E731
-        self._launch(key, build, [xspec, ospec], out_shape, extra)
+        body = _reduce_thread_body(op, ct, load, store, at)
+        build = lambda: codegen.strided_source([st, ost], 2, body, libs, f16, helpers)  # noqa: E731
+        self._launch(key, build, specs, out.shape, extra)
         return out
-    body = _reduce_group_body(op, ct, load, store)
-    build = lambda: codegen.workgroup_source([st, ost], body, libs, f16, _group_memory(op, ct))  # noqa: E731
-    self._launch(key, build, [xspec, ospec], out_shape, extra, groups=n_out)
+    body = _reduce_group_body(op, ct, load, store, at)
+    build = lambda: codegen.workgroup_source([st, ost], body, libs, f16, _group_memory(op, ct) + helpers)  # noqa: E731
+    self._launch(key, build, specs, out.shape, extra, groups=n_out)
     return out
 
 
@@ -245,29 +251,9 @@ def reduce_dims(self, op, x, dims):
     if n_out == 0:
         return out
     runs = [(1, 0)] * (REDUCED_RUNS - len(runs)) + runs
-    extra = [length, 0] + [w for run in runs for w in run]
-    ct, st = _acc_type(self, dtype, op)
     xspec = self._spec(x, tuple(0 if d in dims else s for d, s in enumerate(strides)))
-    ospec = self._spec(out)
-    if op in ("any", "all"):
-        store, slibs = "select(0u, 1u, {})", ()
-    else:
-        store, slibs = ops.store(ct, dtype, st)
-    libs = _lib_nan(ct) + list(slibs)
-    load = ops.load(st, ct)
-    f16 = st == "f16"
-    wide = length >= 512 and n_out <= 8192
-    key = ("reduce_dims", op, dtype.name, wide)
-    if not wide:
-        body = _reduce_thread_body(op, ct, load, store, "o0 + roff(t)")
-        build = lambda: codegen.strided_source([st, st], 2, body, libs, f16, _RUN_OFFSET)  # noqa: E731
-        self._launch(key, build, [xspec, ospec], out_shape, extra)
-        return out
-    body = _reduce_group_body(op, ct, load, store, "o0 + roff(t)")
-    build = lambda: codegen.workgroup_source([st, st], body, libs, f16,  # noqa: E731
-                                             _group_memory(op, ct) + _RUN_OFFSET)
-    self._launch(key, build, [xspec, ospec], out_shape, extra, groups=n_out)
-    return out
+    return _run(self, "reduce_dims", op, dtype, xspec, out, length, [length, 0] + [w for run in runs for w in run],
+                "o0 + roff(t)", _RUN_OFFSET)
 
 
 # -- scan ------------------------------------------------------------------------------------------------
