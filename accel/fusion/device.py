@@ -79,7 +79,8 @@ class Fusion(Decorator):
     def run_composite(self, name, args, kwargs):
         """Composites run as their primitives, which Fusion records and fuses (a fused kernel of the
         device below, such as the C Cpu's gelu, would be one more kernel the chain cannot join),
-        except those in ``INNER_COMPOSITES``: the inner device's kernel, where it has one."""
+        except those in ``INNER_COMPOSITES``, and those in ``INNER_WHEN_COMPUTED`` whose input is
+        computed already: the inner device's kernel, where it has one."""
         from ember.composite import COMPOSITES
         if name in INNER_COMPOSITES or (name in INNER_WHEN_COMPUTED and _computed(args[0])):
             return Decorator.run_composite(self, name, args, kwargs)
