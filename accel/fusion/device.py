@@ -33,8 +33,7 @@ INNER_WHEN_COMPUTED = ("reduce_dims",)
 
 
 def _computed(t):
-    a = getattr(t, "_data", None)
-    return type(a) is Lazy and a.node.value is not None
+    return type(t._data) is Lazy and t._data.node.value is not None
 
 
 class Fusion(Decorator):
@@ -82,7 +81,7 @@ class Fusion(Decorator):
         except those in ``INNER_COMPOSITES``, and those in ``INNER_WHEN_COMPUTED`` whose input is
         computed already: the inner device's kernel, where it has one."""
         from ember.composite import COMPOSITES
-        if name in INNER_COMPOSITES or (name in INNER_WHEN_COMPUTED and _computed(args[0])):
+        if name in INNER_COMPOSITES or (name in INNER_WHEN_COMPUTED and args and _computed(args[0])):
             return Decorator.run_composite(self, name, args, kwargs)
         return COMPOSITES[name](*args, **kwargs)
 

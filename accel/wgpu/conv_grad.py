@@ -24,14 +24,13 @@ from . import autotune
 from . import matmul_kernels as mk
 from .arrays import numel
 from .device import Wgpu
-from .linalg import _spatial
+from .linalg import _spatial, _strides4
 
 # words: 0 M, 1 N, 2 K, 3 CH (input channels), 4 H, 5 W, 6 OH, 7 OW, 8 KH, 9 KW, 10 sh, 11 sw,
 # 12 dh, 13 dw, 14 pt, 15 pl, 16 cg, 17 og, 18-21 x's strides, 22 x's base, 23-26 g's strides,
 # 27 g's base, 28 w's base, 29-31 split-K (matmul_kernels), 32 the output's base
-_GEOMETRY = ("  let CH = pw(3u); let H = i32(pw(4u)); let W = i32(pw(5u)); let OH = pw(6u); let OW = pw(7u);\n"
-             "  let KH = pw(8u); let KW = pw(9u); let sh = pi(10u); let sw = pi(11u);\n"
-             "  let dh = pi(12u); let dw = pi(13u); let pt = pi(14u); let pl = pi(15u);\n"
+# (the helpers gk, ga and gb read the rest of the geometry from the words themselves)
+_GEOMETRY = ("  let CH = pw(3u); let H = pw(4u); let W = pw(5u); let KH = pw(8u); let KW = pw(9u);\n"
              "  let cg = pw(16u); let og = pw(17u); let cbase = pw(32u);\n")
 
 
@@ -95,7 +94,7 @@ class _InputGrad(_Flavor):
                    self.cv.format("S1[u32(base + i32(col / hw) * pi(23u) + kp.x * pi(24u) + oy * pi(25u) + ox * pi(26u))]")))
 
     def store_c(self, row, col, value):
-        return ("{ let cc = %s; let hw = u32(H * W); "
+        return ("{ let cc = %s; let hw = H * W; "
                 "C[cbase + ((cc / hw) * CH + z * cg + %s) * hw + cc %% hw] = %s; }" % (col, row, value))
 
 
@@ -144,9 +143,7 @@ SPLIT_FEW, SPLIT_AIM, SPLIT_MOST = 1024, 2048, 1024
 
 
 def _strides(dev, a):
-    st, _ = a.layout()
-    st = (st[0], st[1], 0, st[2]) if len(a.shape) == 3 else tuple(st)
-    return list(st) + [dev._base(a)]
+    return list(_strides4(a)) + [dev._base(a)]
 
 
 def _words(dev, x_shape, g, geometry, groups, m, n, k, x=None, w=None, out=None):
@@ -179,7 +176,7 @@ def _tuned(dev, op, dtype, dims, run, variant):
     """Run ``run`` with ``variant`` (a name) or the autotuner's choice for ``dims``."""
     if variant is None:
         simt = [v.name for v in mk.SIMT if v.smem() <= dev.rt.max_workgroup_storage]
-        variant = autotune.choose(dev, op, dtype, dims, lambda v: run(v), simt, _default_variant(*dims),
+        variant = autotune.choose(dev, op, dtype, dims, run, simt, _default_variant(*dims),
                                   lambda name: _check(dev, op, name, dtype))
     run(mk._BY_NAME[variant])
 
