@@ -23,7 +23,9 @@ repetitions between two synchronizing reads:
   (``matmul_kernels.SPLIT_MIN_K:SPLIT_CHUNK``: how a product with few output tiles is cut along K);
 - fusion (issue 13): GELU from primitives over 64M floats as one fused kernel through
   ``Fusion(Wgpu())`` (``gelu_fused_tbps``, ``gelu_fused_vs_copy`` against PyTorch's device copy;
-  GPU time of a batch of calls, as CUDA events time PyTorch; ``*_wall_*`` adds the recording),
+  GPU time of a batch of calls by the GPU's timestamps, as CUDA events time PyTorch (``gpu_timing``
+  names the method; ``*_submit_timed_*`` is the figure of one submit and wait, which adds the
+  encoder's finish, the submit and the fence wait; ``*_wall_*`` adds the recording too),
   the fused kernel's vec4-per-thread widths, and a transformer MLP block forward (64 x 128 tokens,
   512 -> 2048 -> 512, bias + GELU in the matmul epilogue) against ``torch.compile`` and eager
   (``mlp_block_vs_torch_compile``, ``mlp_block_vs_torch_eager``).
@@ -249,9 +251,34 @@ def _fusion_device(dev):
 
 
 def device_timed(dev, fn, reps, rounds=5):
-    """Median GPU seconds per call: ``reps`` calls recorded without a submit, then one submit and
-    wait timed alone (what the GPU spends, without the host's recording; one submit's cost is
-    shared by the calls). Beside ``timed``'s wall time, which adds the recording."""
+    """Median GPU seconds per call of ``reps`` calls recorded into one batch. Where the adapter
+    has timestamp queries: the time the GPU's own clock gives from the batch's first dispatch to
+    the end of its last (``Runtime.start_timing``), as CUDA events time the references. Elsewhere
+    ``submit_timed``'s figure."""
+    rt = dev.rt
+    if "timestamp-query" not in rt.features:
+        return submit_timed(dev, fn, reps, rounds)
+    old = rt.auto_flush
+    rt.auto_flush = 1 << 30
+    try:
+        fn()
+        dev.synchronize()
+        out = []
+        for _ in range(rounds):
+            rt.start_timing()
+            keep = [fn() for _ in range(reps)]
+            out.append(sum(rt.stop_timing()) / reps)
+            del keep
+        return statistics.median(out)
+    finally:
+        rt.auto_flush = old
+
+
+def submit_timed(dev, fn, reps, rounds=5):
+    """Median seconds per call: ``reps`` calls recorded without a submit, then one submit and
+    wait timed alone (what the GPU spends, without the host's recording, but with the encoder's
+    finish, the submit and the fence wait shared by the calls). Beside ``timed``'s wall time,
+    which adds the recording."""
     rt = dev.rt
     old = rt.auto_flush
     rt.auto_flush = 1 << 30
@@ -268,6 +295,10 @@ def device_timed(dev, fn, reps, rounds=5):
         return statistics.median(out)
     finally:
         rt.auto_flush = old
+
+
+def timing_method(dev):
+    return "GPU timestamps" if "timestamp-query" in dev.rt.features else "submit and wait"
 
 
 def _dispatches(dev, fn):
@@ -387,14 +418,18 @@ def _fusion_gelu(dev, torch, np, comp, x, xs, n, reps):
         log("fused GELU through %s" % OUT["gelu_fused_path"])
         OUT["gelu_fused_dispatches"] = _dispatches(dev, run)
         t = device_timed(dev, run, reps)
+        OUT["gpu_timing"] = timing_method(dev)
         OUT["gelu_fused_tbps"] = nbytes / t / 1e12
         OUT["gelu_fused_ms"] = t * 1e3
+        ts = submit_timed(dev, run, reps)
+        OUT["gelu_fused_submit_timed_tbps"] = nbytes / ts / 1e12
         tw = timed(run, dev.synchronize, reps)
         OUT["gelu_fused_wall_ms"] = tw * 1e3
         OUT["gelu_fused_wall_tbps"] = nbytes / tw / 1e12
         got = np.frombuffer(dev.to_bytes(result), dtype=np.float32)
-        line = "GELU fused (%d kernel(s)): GPU %.3f ms, %.3f TB/s; wall with recording %.3f ms" % (
-            OUT["gelu_fused_dispatches"], t * 1e3, OUT["gelu_fused_tbps"], tw * 1e3)
+        line = "GELU fused (%d kernel(s)): GPU %.3f ms, %.3f TB/s (%s; %.3f TB/s by submit and wait); wall with recording %.3f ms" % (
+            OUT["gelu_fused_dispatches"], t * 1e3, OUT["gelu_fused_tbps"], OUT["gpu_timing"],
+            OUT["gelu_fused_submit_timed_tbps"], tw * 1e3)
         if torch is not None:
             ref = torch.nn.functional.gelu(torch.tensor(xs, device="cuda")).cpu().numpy()
             OUT["gelu_fused_max_abs_err"] = float(np.max(np.abs(got.astype(np.float64) - ref.astype(np.float64))))
@@ -460,10 +495,12 @@ def _fusion_mlp(dev, torch, np, comp):
         t = device_timed(dev, run, reps)
         OUT["mlp_block_ms"] = t * 1e3
         OUT["mlp_block_tflops"] = flops / t / 1e12
+        OUT["mlp_block_submit_timed_ms"] = submit_timed(dev, run, reps) * 1e3
         OUT["mlp_block_wall_ms"] = timed(run, dev.synchronize, reps) * 1e3
         got = np.frombuffer(dev.to_bytes(out), dtype=np.float32).reshape(tokens, d)
-        line = "MLP block %s (%d kernels): ember GPU %.3f ms (%.2f TFLOP/s), wall %.3f ms" % (
-            OUT["mlp_block_shape"], OUT["mlp_block_dispatches"], t * 1e3, OUT["mlp_block_tflops"], OUT["mlp_block_wall_ms"])
+        line = "MLP block %s (%d kernels): ember GPU %.3f ms (%.2f TFLOP/s; %s; %.3f ms by submit and wait), wall %.3f ms" % (
+            OUT["mlp_block_shape"], OUT["mlp_block_dispatches"], t * 1e3, OUT["mlp_block_tflops"], timing_method(dev),
+            OUT["mlp_block_submit_timed_ms"], OUT["mlp_block_wall_ms"])
         # the unfused ember chain, for the fusion's own gain
         ux, uw1, ub1, uw2, ub2 = (from_numpy(a, dev, ember.float32) for a in (xs, w1, b1, w2, b2))
         tu = device_timed(dev, lambda: gelu_primitives(ux @ uw1 + ub1) @ uw2 + ub2, reps)

@@ -38,9 +38,11 @@ READ_WAIT = os.environ.get("EMBER_WGPU_READ_WAIT", "thread")  # how a read waits
 WORKGROUP = 256
 _MAX_BIND_GROUPS = 8192
 
-# features ember uses when the adapter has them (64-bit types, half floats, tensor cores);
-# EMBER_WGPU_DISABLE (comma-separated) leaves some out
-WANTED_FEATURES = ("shader-f16", "shader-f64", "shader-int64", "cooperative-matrix")
+# features ember uses when the adapter has them (64-bit types, half floats, tensor cores, GPU
+# timestamps for the benchmarks); EMBER_WGPU_DISABLE (comma-separated) leaves some out
+WANTED_FEATURES = ("shader-f16", "shader-f64", "shader-int64", "cooperative-matrix", "timestamp-query")
+# the ones a device may refuse although the adapter lists them: dropped one by one, in this order
+OPTIONAL_FEATURES = ("cooperative-matrix", "timestamp-query")
 
 _PACKERS = {}
 # parameters are little-endian u32 words: here an array("I") holds them as they are, copied unpacked
@@ -152,8 +154,8 @@ class Runtime:
                     limits = needed
                     continue
                 # wgpu-native 29 advertises cooperative-matrix but offers no switch for the
-                # experimental features it belongs to: drop it (and then anything else) and go on
-                drop = "cooperative-matrix" if "cooperative-matrix" in self.features else None
+                # experimental features it belongs to: drop it (then the next optional one) and go on
+                drop = next((f for f in OPTIONAL_FEATURES if f in self.features), None)
                 if drop is None:
                     raise
                 self.refused[drop] = str(e).strip().splitlines()[-1][:200]
@@ -180,6 +182,7 @@ class Runtime:
         self._encoder = None
         self._pass = None
         self._pass_handle = None  # the open pass's C handle, for the raw entry points
+        self._timed = False  # whether the open pass writes timestamps
         self._pipeline = None
         self._keep = []  # bind groups the open pass uses
         # statistics: how the work was batched
@@ -199,6 +202,7 @@ class Runtime:
         self.trusted = (_native is not None and hasattr(_lib, "wgpuDeviceCreateShaderModuleTrusted")
                         and os.environ.get("EMBER_WGPU_CHECKED", "0") in ("0", ""))
         self._offset = _ffi.new("uint32_t[1]") if _ffi is not None else None
+        self.timer = None  # a timing.PassTimer while start_timing is in effect
 
     # -- buffers -------------------------------------------------------------------------------
     def next_uid(self):
@@ -334,7 +338,10 @@ class Runtime:
     def _begin_pass(self):
         """Open the command encoder and compute pass the next dispatches record into."""
         self._encoder = self.device.create_command_encoder()
-        cp = self._pass = self._encoder.begin_compute_pass()
+        timer = self.timer
+        writes = timer.writes() if timer is not None else None
+        cp = self._pass = self._encoder.begin_compute_pass(timestamp_writes=writes)
+        self._timed = writes is not None
         self._pass_handle = cp._internal if self._offset is not None else None
         self._pipeline = None
         return cp
@@ -355,6 +362,8 @@ class Runtime:
             if self._pass is None:
                 return
             self._pass.end()
+            if self._timed:
+                self.timer.resolve(self._encoder)
             self.queue.write_buffer(self.params, 0, self.staging, 0, self.cursor)
             self.queue.submit([self._encoder.finish()])
             self._pass = self._encoder = self._pipeline = self._pass_handle = None
@@ -366,6 +375,28 @@ class Runtime:
             if len(self.batches) > 64:
                 del self.batches[:-64]
             self.batch = 0
+
+    def start_timing(self):
+        """Time each batch submitted from now on by the GPU's own clock (``timing.PassTimer``;
+        needs the ``timestamp-query`` feature). What is recorded already is submitted untimed."""
+        from .timing import PassTimer
+        with self.lock:
+            self.flush()
+            if self.timer is not None:
+                self.timer.destroy()
+            self.timer = PassTimer(self)
+
+    def stop_timing(self):
+        """Seconds of GPU time of each batch submitted since ``start_timing`` (waits for the GPU)."""
+        with self.lock:
+            self.flush()
+            timer, self.timer = self.timer, None
+            if timer is None:
+                raise RuntimeError("stop_timing without start_timing")
+            try:
+                return timer.read()
+            finally:
+                timer.destroy()
 
     @property
     def dispatches(self):
