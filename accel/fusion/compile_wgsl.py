@@ -768,9 +768,10 @@ class WgslCompiler:
         return outs
 
     def _tiled_inputs(self, kernel, space, K, inputs):
-        """``inputs`` as the tiled kernels can read them, or None where they cannot run the product.
-        A transposed or sliced operand of a large enough product is copied first, as the matmul
-        primitive does (``wgpu/linalg.py``), so a fused product takes the same kernel and bits."""
+        """(``inputs`` as the tiled kernels can read them, A transposed, B transposed), or None where
+        they cannot run the product. Operands are read by rows or transposed in place
+        (``mk.layout_of``); another layout of a large enough product is copied first, as the
+        matmul primitive does (``wgpu/linalg.py``), so a fused product takes the same kernel and bits."""
         a, sa, oa = inputs[kernel.a]
         b, sb, ob = inputs[kernel.b]
         dt = _dtype(kernel.acc_dtype)
@@ -782,28 +783,31 @@ class WgslCompiler:
         if any(_dtype(kernel.nodes[o][1]) is not dtypes.float32 for o, _ in kernel.outputs):
             return None
 
-        def rows_ok(arr, st, off, rows):
-            return (st[-1] == 1 and (st[-2] % 4 == 0 or rows == 1) and self._base(arr, off) % 4 == 0
-                    and all(s % 4 == 0 for s in st[:-2]))
-        if rows_ok(a, sa, oa, m) and rows_ok(b, sb, ob, K):
-            return inputs
-        if m * n * K < mk.COPY_FOR_TILES:
-            return None
-        batch = space[:-2]
-        inputs = list(inputs)
-        for j, dims in ((kernel.a, (m, K)), (kernel.b, (K, n))):
-            arr, st, off = inputs[j]
-            if not rows_ok(arr, st, off, dims[0]):
-                shape = batch + dims
-                copy = self.dev._contiguous(WArray(arr.block, shape, dt, tuple(st), off))
-                inputs[j] = (copy, contiguous_strides(shape), 0)
-        (a, sa, oa), (b, sb, ob) = inputs[kernel.a], inputs[kernel.b]
-        return inputs if rows_ok(a, sa, oa, m) and rows_ok(b, sb, ob, K) else None
+        def layouts():
+            (a, sa, oa), (b, sb, ob) = inputs[kernel.a], inputs[kernel.b]
+            return mk.layout_of(sa, self._base(a, oa), m, K), mk.layout_of(sb, self._base(b, ob), K, n)
+        la, lb = layouts()
+        if la is None or lb is None:
+            if m * n * K < mk.COPY_FOR_TILES:
+                return None
+            batch = space[:-2]
+            inputs = list(inputs)
+            for j, dims, lay in ((kernel.a, (m, K), la), (kernel.b, (K, n), lb)):
+                if lay is None:
+                    arr, st, off = inputs[j]
+                    shape = batch + dims
+                    copy = self.dev._contiguous(WArray(arr.block, shape, dt, tuple(st), off))
+                    inputs[j] = (copy, contiguous_strides(shape), 0)
+            la, lb = layouts()
+            if la is None or lb is None:
+                return None
+        return inputs, la == "cols", lb == "cols"
 
     def _run_tiled(self, kernel, space, K, inputs, outs):
-        inputs = self._tiled_inputs(kernel, space, K, inputs)
-        if inputs is None:
+        tiled = self._tiled_inputs(kernel, space, K, inputs)
+        if tiled is None:
             return False
+        inputs, ta, tb = tiled
         dev = self.dev
         m, n = space[-2:]
         batch = space[:-2]
@@ -821,18 +825,18 @@ class WgslCompiler:
         v = mk._BY_NAME[name]
         if v.coop:  # the cooperative-matrix kernels have no epilogue hook: the SIMT default
             v = mk._BY_NAME[mk._default_variant(m, n, K)]
-        epi = _Epilogue(self, kernel, inputs)
+        epi = _Epilogue(self, kernel, inputs, ta, tb)
         nb = len(batch)
         bshape = (1,) * (mk.MAXB - nb) + tuple(batch)
         bsa = (0,) * (mk.MAXB - nb) + tuple(sa[:nb])
         bsb = (0,) * (mk.MAXB - nb) + tuple(sb[:nb])
-        words = [m, n, K, sa[-2] if m > 1 else K, sb[-2] if K > 1 else n, self._base(a, oa), self._base(b, ob),
+        words = [m, n, K, mk.leading(sa, m, K, ta), mk.leading(sb, K, n, tb), self._base(a, oa), self._base(b, ob),
                  self._base(outs[0], 0)] + list(bshape) + list(bsa) + list(bsb)
         words += [0] * (WORDS - len(words))
         epi.fill(words, nb, [self._base(o, 0) for o in outs])
         groups = ((n + v.bn - 1) // v.bn, (m + v.bm - 1) // v.bm, numel(batch))
         extra = epi.buffers(outs)
-        key = ("fusion-mm", v.name, (kernel.key, self.fast), "f32")  # [2:] names the split-K finalize kernel
+        key = ("fusion-mm", mk.layout_name(v.name, ta, tb), (kernel.key, self.fast), "f32")  # [2:] names the split-K finalize kernel
         build = lambda: self._remember(key, mk._simt_source(v, dtype, "f32", epi))  # noqa: E731
         mk._run_split(dev, key, v, build, epi, dtype, "f32",
                       [a.block.buffer, b.block.buffer, outs[0].block.buffer], words, groups, m, n, K, extra)
@@ -994,8 +998,8 @@ class _Epilogue(mk._MatmulFlavor):
     contiguous over (..., M, N); epilogue inputs read by their strides. Words 32 + 7j: input j's
     offset, 4 batch strides, row and column strides; 60 + m: output m's offset (m >= 1)."""
 
-    def __init__(self, compiler, kernel, inputs):
-        super().__init__("f32")
+    def __init__(self, compiler, kernel, inputs, ta=False, tb=False):
+        super().__init__("f32", ta, tb)
         self.compiler = compiler
         self.kernel = kernel
         self.inputs = inputs

@@ -61,21 +61,53 @@ COPY_FOR_TILES = 1 << 18
 # -- when the tiled kernels apply ----------------------------------------------------------------
 
 def eligible(dev, a, b):
-    """float32/16/bf16, row-major within each matrix, K and N multiples of 4, 16-byte aligned."""
+    """float32/16/bf16, each matrix stored by rows or transposed (``layout_of``), K and N multiples
+    of 4, 16-byte aligned."""
     if a.dtype not in _FLOATS or len(a.shape) - 2 > MAXB:
         return False
     m, k = a.shape[-2:]
     n = b.shape[-1]
     if k % 4 or n % 4 or m * n * k < 1 << 15:
         return False
-    return _rows_contiguous(dev, a) and _rows_contiguous(dev, b)
+    return transposes(dev, a, b) is not None
 
 
-def _rows_contiguous(dev, x):
-    st, _ = x.layout()
-    r, c = x.shape[-2:]
-    return (st[-1] == 1 or c == 1) and (st[-2] % 4 == 0 or r == 1) and dev._base(x) % 4 == 0 and \
-        all(s % 4 == 0 for s in st[:-2])
+def layout_of(strides, base, rows, cols):
+    """How the tiled kernels read a ``rows`` x ``cols`` operand (batch dims first in ``strides``)
+    at element ``base``: "rows" (vec4s along each row), "cols" (stored transposed, a weight's
+    ``W.T``: vec4s down each column, read in place), or None (the operand is copied first or the
+    direct kernel runs)."""
+    if base % 4 or any(s % 4 for s in strides[:-2]):
+        return None
+    sr, sc = strides[-2], strides[-1]
+    if (sc == 1 or cols == 1) and (sr % 4 == 0 or rows == 1) and cols % 4 == 0:
+        return "rows"
+    if (sr == 1 or rows == 1) and (sc % 4 == 0 or cols == 1) and rows % 4 == 0:
+        return "cols"
+    return None
+
+
+def transposes(dev, a, b):
+    """(A stored transposed, B stored transposed) as the tiled kernels read ``a`` and ``b``, or
+    None where one of them cannot be read in place."""
+    la = layout_of(a.layout()[0], dev._base(a), *a.shape[-2:])
+    lb = layout_of(b.layout()[0], dev._base(b), *b.shape[-2:])
+    if la is None or lb is None:
+        return None
+    return la == "cols", lb == "cols"
+
+
+def leading(strides, rows, cols, transposed):
+    """The stride between an operand's vec4 runs: its row stride, or its column stride when it is
+    stored transposed (any multiple of 4 where there is only one run)."""
+    if transposed:
+        return strides[-1] if cols > 1 else rows
+    return strides[-2] if rows > 1 else cols
+
+
+def layout_name(name, ta, tb):
+    """A variant's name in a pipeline key, with the operands' layout where one is transposed."""
+    return name if not (ta or tb) else "%s_%s%s" % (name, "t" if ta else "n", "t" if tb else "n")
 
 
 def _default_variant(m, n, k):
@@ -115,22 +147,26 @@ def _run(dev, v, a, b, out):
     batch = a.shape[:-2]
     m, k = a.shape[-2:]
     n = b.shape[-1]
+    ta, tb = transposes(dev, a, b)
+    if v.coop and (ta or tb):  # the cooperative-matrix kernels read rows only
+        v = _BY_NAME[_default_variant(m, n, k)]
     sa, _ = a.layout()
     sb, _ = b.layout()
     nb = len(batch)
     bshape = (1,) * (MAXB - nb) + tuple(batch)
     bsa = (0,) * (MAXB - nb) + tuple(sa[:nb])
     bsb = (0,) * (MAXB - nb) + tuple(sb[:nb])
-    words = [m, n, k, sa[-2] if m > 1 else k, sb[-2] if k > 1 else n, dev._base(a), dev._base(b),
+    words = [m, n, k, leading(sa, m, k, ta), leading(sb, k, n, tb), dev._base(a), dev._base(b),
              dev._base(out)] + list(bshape) + list(bsa) + list(bsb)
     groups = ((n + v.bn - 1) // v.bn, (m + v.bm - 1) // v.bm, numel(batch))
     st = dev.storage[a.dtype].wgsl
-    key = ("mm", v.name, a.dtype.name, st)
+    key = ("mm", layout_name(v.name, ta, tb), a.dtype.name, st)
     buffers = [a.block.buffer, b.block.buffer, out.block.buffer]
     if v.coop:
         _dispatch(dev, key, lambda: _source(v, a.dtype, st), buffers, words, groups)
         return
-    _run_split(dev, key, v, lambda: _simt_source(v, a.dtype, st), _MatmulFlavor(st), a.dtype, st, buffers,
+    flavor = _MatmulFlavor(st, ta, tb)
+    _run_split(dev, key, v, lambda: _simt_source(v, a.dtype, st, flavor), flavor, a.dtype, st, buffers,
                words, groups, m, n, k)
 
 
@@ -206,11 +242,13 @@ def _store_c(dtype, st):
 
 
 class _MatmulFlavor:
-    """Operands of a plain batched matmul: vec4 rows of A (M x K) and B (K x N), C contiguous."""
+    """Operands of a plain batched matmul: vec4 rows of A (M x K) and B (K x N), or of their
+    transposes where ``ta``/``tb`` (then the leading strides lda/ldb step along K); C contiguous."""
 
-    def __init__(self, st):
+    def __init__(self, st, ta=False, tb=False):
         self.vec, self.conv = _vec_types(st)
         self.st = st
+        self.ta, self.tb = ta, tb
 
     def bindings(self):
         return ["@group(0) @binding(1) var<storage, read_write> A: array<%s>;" % self.vec,
@@ -228,6 +266,14 @@ class _MatmulFlavor:
     def load_b(self, reg, kk, col):
         return "%s = vec4<f32>(0.0); if (%s < kend && %s < N) { %s = %s; }" % (
             reg, kk, col, reg, self.conv.format("B[(bbase + %s * ldb + %s) / 4u]" % (kk, col)))
+
+    def load_a_cols(self, reg, kk, row):
+        return "%s = vec4<f32>(0.0); if (%s < kend && %s < M) { %s = %s; }" % (
+            reg, kk, row, reg, self.conv.format("A[(abase + %s * lda + %s) / 4u]" % (kk, row)))
+
+    def load_b_cols(self, reg, col, kk):
+        return "%s = vec4<f32>(0.0); if (%s < N && %s < kend) { %s = %s; }" % (
+            reg, col, kk, reg, self.conv.format("B[(bbase + %s * ldb + %s) / 4u]" % (col, kk)))
 
     def store_c(self, row, col, value):
         return "C[cbase + %s * N + %s] = %s;" % (row, col, value)
@@ -407,29 +453,54 @@ def _simt_source(v, dtype, st, flavor=None):
         L.append("  var rb%d: vec4<f32>;" % r)
     L.append("  let nt = (kend - kbeg + %du) / %du;" % (BK - 1, BK))
 
+    # the tiles live depth-major in workgroup memory (As[k][BM/4], Bs[k][BN/4]): an operand whose
+    # vec4s run along K (A by rows, a transposed B) is scattered into it, one whose vec4s run
+    # along M or N (B by rows, a transposed A) is stored as it came
+    ta, tb = getattr(flavor, "ta", False), getattr(flavor, "tb", False)
+
     def load_regs(kt):
         out = []
         for r in range(ra):
-            out.append("  { let q = lid + %du; if (q < %du) { let row = m0 + q / %du; let kk = kbeg + %s * %du + (q %% %du) * 4u;"
-                       % (r * T, la, BK // 4, kt, BK, BK // 4))
-            out.append("    %s } }" % flavor.load_a("ra%d" % r, "row", "kk"))
+            if ta:
+                out.append("  { let q = lid + %du; if (q < %du) { let kk = kbeg + %s * %du + q / %du; let row = m0 + (q %% %du) * 4u;"
+                           % (r * T, la, kt, BK, BM // 4, BM // 4))
+                out.append("    %s } }" % flavor.load_a_cols("ra%d" % r, "kk", "row"))
+            else:
+                out.append("  { let q = lid + %du; if (q < %du) { let row = m0 + q / %du; let kk = kbeg + %s * %du + (q %% %du) * 4u;"
+                           % (r * T, la, BK // 4, kt, BK, BK // 4))
+                out.append("    %s } }" % flavor.load_a("ra%d" % r, "row", "kk"))
         for r in range(rb):
-            out.append("  { let q = lid + %du; if (q < %du) { let kk = kbeg + %s * %du + q / %du; let col = n0 + (q %% %du) * 4u;"
-                       % (r * T, lb, kt, BK, BN // 4, BN // 4))
-            out.append("    %s } }" % flavor.load_b("rb%d" % r, "kk", "col"))
+            if tb:
+                out.append("  { let q = lid + %du; if (q < %du) { let col = n0 + q / %du; let kk = kbeg + %s * %du + (q %% %du) * 4u;"
+                           % (r * T, lb, BK // 4, kt, BK, BK // 4))
+                out.append("    %s } }" % flavor.load_b_cols("rb%d" % r, "col", "kk"))
+            else:
+                out.append("  { let q = lid + %du; if (q < %du) { let kk = kbeg + %s * %du + q / %du; let col = n0 + (q %% %du) * 4u;"
+                           % (r * T, lb, kt, BK, BN // 4, BN // 4))
+                out.append("    %s } }" % flavor.load_b("rb%d" % r, "kk", "col"))
+        return out
+
+    def scatter(tile, buf, reg, count, width, r):
+        """Store vec4 ``reg`` (4 consecutive k of one row or column) into a depth-major tile."""
+        out = ["  { let q = lid + %du; if (q < %du) { let j = q / %du; let kq = (q %% %du) * 4u;"
+               % (r * T, count, BK // 4, BK // 4)]
+        for c in range(4):
+            out.append("    %s[%s + ((kq + %du) * %du + j) / 4u][j %% 4u] = %s[%d];" % (tile, buf, c, width, reg, c))
+        out.append("  } }")
         return out
 
     def store_regs(bufa, bufb):
         out = []
         for r in range(ra):
-            out.append("  { let q = lid + %du; if (q < %du) { let row = q / %du; let kq = (q %% %du) * 4u;"
-                       % (r * T, la, BK // 4, BK // 4))
-            for c in range(4):
-                out.append("    As[%s + ((kq + %du) * %du + row) / 4u][row %% 4u] = ra%d[%d];"
-                           % (bufa, c, BM, r, c))
-            out.append("  } }")
+            if ta:
+                out.append("  { let q = lid + %du; if (q < %du) { As[%s + q] = ra%d; } }" % (r * T, la, bufa, r))
+            else:
+                out += scatter("As", bufa, "ra%d" % r, la, BM, r)
         for r in range(rb):
-            out.append("  { let q = lid + %du; if (q < %du) { Bs[%s + q] = rb%d; } }" % (r * T, lb, bufb, r))
+            if tb:
+                out += scatter("Bs", bufb, "rb%d" % r, lb, BN, r)
+            else:
+                out.append("  { let q = lid + %du; if (q < %du) { Bs[%s + q] = rb%d; } }" % (r * T, lb, bufb, r))
         return out
 
     # accumulators: row group g (TM/4 of them), row i in it, column group h (TN/4)

@@ -423,3 +423,45 @@ def test_both_read_waits_read_what_the_queued_work_wrote(dev, wait):
         assert (x[2] - 1.0).item() == want[2] - 1.0
     finally:
         rt.read_wait = old
+
+
+@pytest.mark.parametrize("shapes", [((64, 784), (784, 128)), ((100, 36), (36, 52)), ((3, 36, 20), (3, 20, 44)),
+                                    ((8, 2048), (2048, 12))])
+@pytest.mark.parametrize("layout", ["tn", "nt", "tt"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_tiled_matmul_reads_transposed_operands_in_place(dev, shapes, layout, dtype, monkeypatch):
+    """x @ W.T and g.T @ x: the tiled kernels read an operand stored transposed where it lies, with
+    the bits of the same product on a copy stored by rows, and dispatch no copy."""
+    from ember.accel.wgpu import matmul_kernels as mk
+    monkeypatch.setenv("EMBER_AUTOTUNE", "0")
+    rng = np.random.default_rng(11)
+    dt = getattr(ember, dtype)
+    na, nb = rng.standard_normal(shapes[0]), rng.standard_normal(shapes[1])
+    a, b = _t(na, dev, dt), _t(nb, dev, dt)
+
+    def stored_transposed(x):  # the same values stored transposed, seen through a transposing view
+        return _t(np.swapaxes(x, -1, -2).copy(), dev, dt).transpose(-1, -2)
+    va = stored_transposed(na) if layout[0] == "t" else a
+    vb = stored_transposed(nb) if layout[1] == "t" else b
+    assert mk.transposes(dev, va._data, vb._data) == (layout[0] == "t", layout[1] == "t")
+    def dispatched(x, y):
+        dev.synchronize()
+        count = dev.queue_stats()["dispatches"]
+        z = x @ y
+        dev.synchronize()
+        return z, dev.queue_stats()["dispatches"] - count
+    want, by_rows = dispatched(a, b)
+    got, in_place = dispatched(va, vb)
+    assert in_place == by_rows  # no copy before the tiles
+    assert got.to_bytes() == want.to_bytes()
+
+
+def test_layout_of_names_how_an_operand_is_read():
+    from ember.accel.wgpu.matmul_kernels import layout_of
+    assert layout_of((784, 1), 0, 64, 784) == "rows"
+    assert layout_of((1, 784), 0, 784, 128) == "cols"  # a (128, 784) weight seen as W.T
+    assert layout_of((1, 784), 2, 784, 128) is None  # not 16-byte aligned
+    assert layout_of((1, 10), 0, 10, 20) is None  # columns of 10: not whole vec4s
+    assert layout_of((2, 1), 0, 4, 2) is None  # neither rows nor columns are contiguous
+    assert layout_of((6, 784, 1), 0, 64, 784) is None  # a batch stride off the vec4 grid
+    assert layout_of((1, 3), 0, 1, 3) is None  # one row of 3: not whole vec4s either way
