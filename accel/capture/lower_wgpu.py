@@ -143,6 +143,7 @@ def lower(plan, trace):
 # were as fast or faster than one buffer for every step bench/gpu.py times on the H200 (LeNet-5 at
 # batch 64: 1.32 against 1.57 ms a step with a read; bench/results/gpu-2026-12-02-run4-gpu.json).
 PARTS = (0.5, 1.0)
+_STAGED_OUTPUT = 256  # bytes: outputs this small (a loss, an accuracy) are copied out with each replay
 
 
 def _cuts(n, parts):
@@ -231,6 +232,7 @@ def _copy(rt, pairs):
             if n:
                 enc.copy_buffer_to_buffer(src.buffer.gpu, src.offset, dst.buffer.gpu, dst.offset, n)
         rt.queue.submit([enc.finish()])
+        rt.submits += 1  # what a staged read holds may be stale now
 
 
 def _copier(enc):
@@ -415,9 +417,15 @@ class WgpuPlan:
                     b = mem.alloc(a.block.size)
                     copy(a.block.buffer.gpu, a.block.offset, b.buffer.gpu, b.offset, min(a.block.size, b.size))
                     slots[s] = WArray(b, a.shape, a.dtype, a.strides, a.offset)
+            # the small outputs (a loss) and the index checks' record are copied out with the
+            # step, so the read after it maps them without a submit of its own
+            small = [(b.buffer, b.offset, b.size) for b in (slots[s].block for s, _ in self.outputs)
+                     if b.size <= _STAGED_OUTPUT]
+            rt.stage(enc, small + [(er.block.buffer, er.block.offset, er.nbytes) for er in self.errors])
             q.submit([enc.finish()])
             rt._submitted += len(steps)
             rt.submits += len(cuts)
+            rt.staged()
         for er in self.errors:
             er.arm()
         return slots

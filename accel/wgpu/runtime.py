@@ -32,6 +32,7 @@ except (ImportError, AttributeError):  # another wgpu-py layout: the public API
 PARAM_BYTES = 256  # one dispatch's parameter block: 64 u32 words
 PARAM_WORDS = PARAM_BYTES // 4
 PARAM_CAPACITY = 1 << 22  # parameter bytes per submit: 16384 dispatches
+STAGE_BYTES = 4096  # bytes ``Runtime.stage`` copies out with a submit, for the reads after it
 # submit after this many dispatches, so the GPU starts on a long queue while Python records the rest
 AUTO_FLUSH = int(os.environ.get("EMBER_WGPU_BATCH", "512"))
 READ_WAIT = os.environ.get("EMBER_WGPU_READ_WAIT", "thread")  # how a read waits: "thread" or "poll" (Runtime._map_read)
@@ -203,6 +204,9 @@ class Runtime:
                         and os.environ.get("EMBER_WGPU_CHECKED", "0") in ("0", ""))
         self._offset = _ffi.new("uint32_t[1]") if _ffi is not None else None
         self.timer = None  # a timing.PassTimer while start_timing is in effect
+        self._stage_buf = None  # the mappable buffer ``stage`` copies into
+        self._staging_now = None  # the ranges ``stage`` encoded, until ``staged``
+        self._staged = None  # (ranges, submit count, bytes or None): what a read may take as it is
 
     # -- buffers -------------------------------------------------------------------------------
     def next_uid(self):
@@ -422,10 +426,62 @@ class Runtime:
     def write(self, buf, offset, data):
         """Copy ``data`` (bytes-like, length a multiple of 4) into ``buf`` at byte ``offset``."""
         with self.lock:
+            self._staged = None  # it may overwrite what was staged
             if self._pass is not None:
                 self.flush()
             if len(data):
                 self.queue.write_buffer(buf.gpu, offset, data)
+
+    def stage(self, encoder, ranges):
+        """Copy the small byte ``ranges`` ((DeviceBuffer, offset, nbytes), multiples of 4) into a
+        mappable buffer at the end of ``encoder``'s commands. The caller submits them and calls
+        ``staged``: a read that falls in one of them before anything else is recorded, written or
+        submitted then maps that copy, with no copy and submit of its own (a captured training
+        step stages its loss and the queued index checks' error record for the ``.item()`` after
+        it). Ranges past ``STAGE_BYTES`` in all are left out."""
+        with self.lock:
+            if self._stage_buf is None:
+                self._stage_buf = self.device.create_buffer(
+                    size=STAGE_BYTES, usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ)
+            table, at = [], 0
+            for buf, offset, nbytes in ranges:
+                if offset % 4 or nbytes % 4 or not nbytes or at + nbytes > STAGE_BYTES:
+                    continue
+                encoder.copy_buffer_to_buffer(buf.gpu, offset, self._stage_buf, at, nbytes)
+                table.append((buf, offset, nbytes, at))
+                at += nbytes
+            self._staging_now = table
+
+    def staged(self):
+        """The commands of the last ``stage`` were submitted (``submits`` counts them)."""
+        with self.lock:
+            table, self._staging_now = self._staging_now, None
+            self._staged = (table, self.submits, None) if table else None
+
+    def _from_stage(self, buf, offset, nbytes, errors):
+        """The bytes of a read from what ``stage`` copied, or None where it does not hold them."""
+        table, submits, data = self._staged
+        if submits != self.submits or self._pass is not None:
+            self._staged = None
+            return None
+        hit = err = None
+        for b, o, n, at in table:
+            if b is buf and o <= offset and offset + nbytes <= o + n:
+                hit = at + offset - o
+            if errors is not None and b is errors.block.buffer and o == errors.block.offset and n == errors.nbytes:
+                err = at
+        if hit is None or (errors is not None and err is None):
+            return None
+        if data is None:  # the first read after the step maps the copy once for all staged ranges
+            size = sum(n for _, _, n, _ in table)
+            self._map_read(self._stage_buf, size)
+            data = bytes(self._stage_buf.read_mapped(0, size, copy=True))
+            self._stage_buf.unmap()
+            self._staged = (table, submits, data)
+        if errors is not None:
+            self.error_check = None
+            errors.check(data[err:err + errors.nbytes])
+        return data[hit:hit + nbytes]
 
     def read(self, buf, offset, nbytes):
         """The ``nbytes`` bytes at ``offset`` of ``buf`` (waits for the GPU). One round trip: the
@@ -433,6 +489,10 @@ class Runtime:
         with self.lock:
             self.flush()
             errors = self.error_check
+            if self._staged is not None and nbytes:
+                data = self._from_stage(buf, offset, nbytes, errors)
+                if data is not None:
+                    return data
             if nbytes == 0 and errors is None:
                 return b""
             skip = offset % 4  # copies move whole 4-byte words

@@ -345,6 +345,62 @@ def test_wgpu_replay_cut_into_parts_submits_each_and_equals_eager(inner, monkeyp
         assert _weights(m1) == _weights(m2), i
 
 
+class _CountedQueue:
+    """A wgpu queue that counts its submits."""
+
+    def __init__(self, queue):
+        self.queue, self.submits = queue, 0
+
+    def submit(self, cmds):
+        self.submits += 1
+        return self.queue.submit(cmds)
+
+    def __getattr__(self, name):
+        return getattr(self.queue, name)
+
+
+@pytest.mark.parametrize("inner", WGPU, ids=["wgpu"] * len(WGPU))
+def test_wgpu_loss_read_after_a_replay_takes_no_submit_of_its_own(inner, monkeypatch):
+    """A replay copies its loss out with the step: the ``.item()`` after it maps that copy."""
+    (m1, o1), (m2, o2) = _pair(inner, MLP)
+    x, y = _data(Autodiff(inner), (6, 12))
+    step = compile(_step)
+    for i in range(3):
+        assert _step(m1, o1, x, y).item() == step(m2, o2, x, y).item(), i
+    queue = _CountedQueue(inner.rt.queue)
+    monkeypatch.setattr(inner.rt, "queue", queue)
+    for i in range(3):
+        want = _step(m1, o1, x, y).item()
+        loss = step(m2, o2, x, y)
+        before = queue.submits
+        assert loss.item() == want, i
+        assert queue.submits == before  # mapped, not copied and submitted again
+    # work recorded after the replay: the read submits it and reads the loss afresh
+    loss = step(m2, o2, x, y)
+    doubled = loss * 2
+    want = _step(m1, o1, x, y).item()
+    before = queue.submits
+    assert doubled.item() == 2 * want and loss.item() == want
+    assert queue.submits > before
+
+
+@pytest.mark.parametrize("inner", WGPU, ids=["wgpu"] * len(WGPU))
+def test_wgpu_index_fault_in_a_replay_is_raised_by_the_read_after_it(inner):
+    """The replay stages the index checks' error record with its loss: a bad target still raises."""
+    (m2, o2), = _pair(inner, MLP)[1:]
+    x, y = _data(Autodiff(inner), (6, 12))
+    step = compile(_step)
+    for _ in range(3):
+        step(m2, o2, x, y).item()
+    replayed = step.stats["replayed"]
+    bad = ember.tensor([0, 1, 2, 3, 4, 9], dtype=ember.int64, device=y.device)
+    with pytest.raises(ember.IndexOutOfRange, match="9 is out of range"):
+        step(m2, o2, x, bad).item()
+    assert step.stats["replayed"] == replayed + 1, step.stats  # a replay found it
+    loss = step(m2, o2, x, y).item()  # the record was cleared: the next step reads as usual
+    assert loss == loss and step.stats["replayed"] == replayed + 2
+
+
 def test_replay_cuts_are_checked():
     from ember.accel.capture.lower_wgpu import _cuts
     assert _cuts(10, (1.0,)) == [(0, 10)]

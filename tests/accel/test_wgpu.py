@@ -184,6 +184,26 @@ def test_autotune_times_variants_once_and_caches_the_choice(dev, tmp_path, monke
     assert len(autotune.tunings) == n + 1
 
 
+def test_autotune_times_by_gpu_timestamps_unless_someone_else_is_timing(dev, monkeypatch):
+    from ember.accel.wgpu import autotune
+    rt = dev.rt
+    if "timestamp-query" not in rt.features:
+        pytest.skip("no timestamp-query on this adapter")
+    x = _t(np.ones(4096), dev)
+    starts = []
+    real = rt.start_timing
+    monkeypatch.setattr(rt, "start_timing", lambda: (starts.append(1), real())[1])
+    assert autotune._timed(rt, lambda: x * 2) > 0
+    assert len(starts) == 3 and rt.timer is None  # three timed rounds, the timer given back
+    # a benchmark timing its own batch: the tuner keeps off its timer (wall clock instead)
+    real()
+    outer = rt.timer
+    starts.clear()
+    assert autotune._timed(rt, lambda: x * 2) > 0
+    assert not starts and rt.timer is outer
+    assert len(rt.stop_timing()) >= 1
+
+
 def test_autotune_off_uses_the_default_variant(dev, tmp_path, monkeypatch):
     from ember.accel.wgpu import autotune
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
@@ -465,3 +485,34 @@ def test_layout_of_names_how_an_operand_is_read():
     assert layout_of((2, 1), 0, 4, 2) is None  # neither rows nor columns are contiguous
     assert layout_of((6, 784, 1), 0, 64, 784) is None  # a batch stride off the vec4 grid
     assert layout_of((1, 3), 0, 1, 3) is None  # one row of 3: not whole vec4s either way
+
+
+def _stage(dev, a):
+    """Stage ``a``'s block as a captured replay does, and submit."""
+    rt = dev.rt
+    dev.synchronize()
+    enc = rt.device.create_command_encoder()
+    rt.stage(enc, [(a.block.buffer, a.block.offset, 16)])
+    rt.queue.submit([enc.finish()])
+    rt.submits += 1
+    rt.staged()
+
+
+def test_a_read_after_a_staged_submit_maps_the_staged_copy(dev):
+    a = dev.from_list([1.0, 2.0, 3.0, 4.0], (4,), ember.float32)
+    _stage(dev, a)
+    assert dev.to_list(a) == [1.0, 2.0, 3.0, 4.0]
+    assert dev.rt._staged is not None and dev.rt._staged[2] is not None  # served from the copy
+    assert dev.to_list(dev.slice(a, ((1, 3, 1),))) == [2.0, 3.0]  # a range inside it, again
+
+
+def test_a_staged_copy_is_dropped_by_a_later_write_or_dispatch(dev):
+    import struct
+    a = dev.from_list([1.0, 2.0, 3.0, 4.0], (4,), ember.float32)
+    _stage(dev, a)
+    dev.rt.write(a.block.buffer, a.block.offset, struct.pack("<4f", 5, 6, 7, 8))
+    assert dev.to_list(a) == [5.0, 6.0, 7.0, 8.0]
+    _stage(dev, a)
+    b = dev.binary("add", a, a)  # recorded after the staged submit: anything may have changed
+    assert dev.to_list(a) == [5.0, 6.0, 7.0, 8.0] and dev.rt._staged is None
+    assert dev.to_list(b) == [10.0, 12.0, 14.0, 16.0]
