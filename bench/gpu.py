@@ -32,7 +32,7 @@ repetitions between two synchronizing reads:
 
 ``--quick`` shrinks every size (for a smoke run on a CPU adapter). ``--only NAME[,NAME]`` runs only
 those parts (``matmul``, ``elementwise``, ``queued``, ``training``, ``torch_compile``, ``fusion``,
-``torch_backend``). ``--torch-backend`` runs only the Torch device's part (issue 19: ``Torch("cuda")``
+``torch_backend``, ``variants``: every tiled variant on the MLP block's products by GPU time). ``--torch-backend`` runs only the Torch device's part (issue 19: ``Torch("cuda")``
 beside native PyTorch: ``torch_backend_f16_matmul_vs_torch``, ``torch_backend_op_overhead_vs_torch``,
 ``torch_backend_mlp_b64_step_vs_torch``...), without wgpu; without CUDA it runs on ``Torch("cpu")``. The last line of the output is
 one JSON object with ``matmul_f32_4096_vs_torch``, ``matmul_f16_4096_vs_torch``,
@@ -157,6 +157,40 @@ def bench_matmul(dev, torch, np):
             del ea, eb, c
     OUT["autotune"] = {k: {n: (None if s is None else round(s * 1e3, 4)) for n, s in times.items()}
                        for k, times in autotune.tunings}
+
+
+def bench_variants(dev, torch, np):
+    """Every tiled float32 variant on the MLP block's two products and 4096^3, by GPU time (the
+    tuner's view, without its rounding of sizes to powers of two), beside PyTorch's matmul."""
+    from ember.accel.wgpu import matmul_kernels as mk
+    shapes = ((256, 128, 64), (256, 64, 128)) if QUICK else ((8192, 2048, 512), (8192, 512, 2048), (4096, 4096, 4096))
+    rng = np.random.default_rng(5)
+    table = {}
+    for m, n, k in shapes:
+        a = from_numpy(rng.standard_normal((m, k)).astype(np.float32), dev, ember.float32)._data
+        b = from_numpy(rng.standard_normal((k, n)).astype(np.float32), dev, ember.float32)._data
+        out = dev._alloc((m, n), ember.float32)
+        flops = 2.0 * m * n * k
+        row = {}
+        for v in mk.candidates(dev, ember.float32):
+            if v.coop:
+                continue
+            try:
+                t = device_timed(dev, lambda: mk._run(dev, v, a, b, out), 2 if QUICK else 10)
+                row[v.name] = round(flops / t / 1e12, 2)
+            except Exception as e:
+                row[v.name] = "%s: %s" % (type(e).__name__, str(e)[:120])
+        shape = "%dx%dx%d" % (m, n, k)
+        if torch is not None:
+            ta = torch.randn(m, k, device="cuda")
+            tb = torch.randn(k, n, device="cuda")
+            row["torch"] = round(flops / torch_timed(torch, lambda: ta @ tb, 10) / 1e12, 2)
+            del ta, tb
+        table[shape] = row
+        best = max((x for x in row.items() if x[0] != "torch" and not isinstance(x[1], str)), key=lambda x: x[1])
+        log("matmul %s (M x N x K), TFLOP/s by variant (%s): %s; best %s; torch %s"
+            % (shape, timing_method(dev), row, best, row.get("torch")))
+    OUT["matmul_variants_tflops"] = table
 
 
 def _chosen(dev, op, dtype, dims):
@@ -492,6 +526,7 @@ def _fusion_mlp(dev, torch, np, comp):
         log("MLP block through %s" % OUT["mlp_block_path"])
         out = result()
         OUT["mlp_block_dispatches"] = _dispatches(dev, run)
+        OUT["mlp_block_variants"] = [_chosen(dev, "matmul", ember.float32, dims) for dims in ((tokens, h, d), (tokens, d, h))]
         t = device_timed(dev, run, reps)
         OUT["mlp_block_ms"] = t * 1e3
         OUT["mlp_block_tflops"] = flops / t / 1e12
@@ -1017,7 +1052,7 @@ def main():
     OUT["torch"] = tinfo
     log("adapter %s; features %s; torch: %s" % (rt.label, rt.features, tinfo))
     parts = (bench_matmul, bench_elementwise, bench_queued, bench_training, bench_torch_compile, bench_fusion,
-             bench_torch_backend)
+             bench_torch_backend, bench_variants)
     only = arg("--only")
     if only:
         names = [x.strip() for x in only.split(",") if x.strip()]
