@@ -1,7 +1,8 @@
 """GPU time of submitted work, from timestamps the GPU itself writes.
 
 A ``PassTimer`` asks for a timestamp at the start and at the end of every compute pass the runtime
-opens while it is attached, the way CUDA events bracket a stream's work: what it reports is the
+opens for its dispatches while it is attached (a captured replay encodes its own passes, untimed),
+the way CUDA events bracket a stream's work: what it reports is the
 time the GPU spent from the first dispatch of a batch to the end of its last, without the host's
 encoding, the submit or the wait for the fence. Benchmarks use it to compare ember's kernels with
 a reference timed by CUDA events; ``Runtime.start_timing`` attaches one where the adapter has the
