@@ -21,6 +21,8 @@ repetitions between two synchronizing reads:
   buffers (``lower_wgpu.PARTS``: fractions of the step's dispatches, each part submitted in turn);
   ``*_compiled_step_ms_by_split_k``: the compiled step under each split-K rule of ``SPLIT_RULES``
   (``matmul_kernels.SPLIT_MIN_K:SPLIT_CHUNK``: how a product with few output tiles is cut along K);
+  the CNN also on ``Wgpu(random="philox")`` (``cnn_b64_fused_philox_*``: its dropout masks drawn on
+  the GPU, not the host's stream; beside the others, never taken as the best);
 - fusion (issue 13): GELU from primitives over 64M floats as one fused kernel through
   ``Fusion(Wgpu())`` (``gelu_fused_tbps``, ``gelu_fused_vs_copy`` against PyTorch's device copy;
   GPU time of a batch of calls by the GPU's timestamps, as CUDA events time PyTorch (``gpu_timing``
@@ -667,7 +669,10 @@ def bench_training(dev, torch, np):
         ys = rng.integers(0, 10, batch)
         best = None
         line = "%s step (batch %d):" % (name, batch)
-        for tag, ad in variants:  # Autodiff(Wgpu()), then Autodiff(Fusion(Wgpu())): kernels fused
+        these = list(variants)
+        if name == "cnn" and fdev is not None:  # its dropout masks drawn on the GPU (Philox) instead
+            these.append(("fused_philox_", Autodiff(_fusion_device(Wgpu(random="philox"))[0])))
+        for tag, ad in these:  # Autodiff(Wgpu()), then Autodiff(Fusion(Wgpu())): kernels fused
             model = cls(ember.Generator(0)).to(ad)
             opt = SGD(model, lr=0.01)
             x = from_numpy(xs, dev, ember.float32).to(ad)
@@ -694,6 +699,10 @@ def bench_training(dev, torch, np):
             tc_nosync = timed(compiled, dev.synchronize, 20 if not QUICK else 2)
             OUT[key + "compiled_queued_step_ms"] = tc_nosync * 1e3
             OUT[key + "compiled_step_ms"] = tc * 1e3  # a read per step
+            if tag == "fused_philox_":  # not a default: reported beside, not a candidate for the best
+                line += " [Autodiff(Fusion(Wgpu(random='philox')))] eager %.3f ms, compiled %.3f ms with a read " \
+                        "per step (%.3f ms queued);" % (t * 1e3, tc * 1e3, tc_nosync * 1e3)
+                continue
             # the replay cut into command buffers submitted in turn (lower_wgpu.PARTS: the GPU starts
             # on the first part while the host encodes the rest), and the split-K rules
             # (matmul_kernels.SPLIT_MIN_K, SPLIT_CHUNK: where a small product's K is cut into slices)

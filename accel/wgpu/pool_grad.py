@@ -3,9 +3,10 @@ composite ``pool_input_grad`` (accel/autodiff/rules.py), which gathers windows, 
 scatter-adds.
 
 One thread per input element walks the windows that hold it in window order (the order the
-composite's scatter_add adds in) and sums, in f64 where the adapter has it: for max the gradient of
-each window whose first max (argmax's pick: the first nan, else the first of equal values; pads are
--inf) is this element, for avg each window's equal share. float32 and float64; other dtypes run the
+composite's scatter_add adds in; where the windows tile the input, it finds its one window by a
+division) and sums, in f64 where the adapter has it: for max the gradient of each window whose
+first max (argmax's pick: the first nan, else the first of equal values; pads are -inf) is this
+element, for avg each window's equal share. float32 and float64; other dtypes run the
 composite.
 """
 import ember
@@ -17,8 +18,8 @@ from .arrays import numel
 from .device import Wgpu
 from .linalg import _dispatch, _out_size, _spatial, _strides4
 
-# the window (oy, ox) holding input (iy, ix) at kernel offset (ky, kx), in window order
-_WINDOWS = """  let W = pi(4u); let H = pi(3u); let C = pw(2u);
+# input (iy, ix) of image nb, channel c, and where that image's x and g start
+_INPUT = """  let W = pi(4u); let H = pi(3u); let C = pw(2u);
   let OH = pi(6u); let OW = pi(7u); let KH = pi(8u); let KW = pi(9u);
   let sh = pi(12u); let sw = pi(13u); let dh = pi(14u); let dw = pi(15u); let pt = pi(16u); let pl = pi(17u);
   let ix = i32(i %% u32(W)); let r1 = i / u32(W); let iy = i32(r1 %% u32(H)); let r2 = r1 / u32(H);
@@ -26,7 +27,10 @@ _WINDOWS = """  let W = pi(4u); let H = pi(3u); let C = pw(2u);
   let xb = pi(22u) + i32(nb) * pi(18u) + i32(c) * pi(19u);
   let gb = pi(27u) + i32(nb) * pi(23u) + i32(c) * pi(24u);
   var acc = %(act)s(0);
-  for (var ky = KH - 1; ky >= 0; ky = ky - 1) {
+"""
+
+# the window (oy, ox) holding input (iy, ix) at kernel offset (ky, kx), in window order
+_WINDOWS = _INPUT + """  for (var ky = KH - 1; ky >= 0; ky = ky - 1) {
     let ty = iy + pt - ky * dh;
     if (ty < 0 || ty %% sh != 0 || ty / sh >= OH) { continue; }
     let oy = ty / sh;
@@ -60,6 +64,16 @@ _MAX = """      var best = %(ninf)s;
 
 _AVG = """      acc = acc + %(act)s(%(share)s);"""
 
+# windows that tile the input (stride = kernel, no dilation, no padding: max_pool2d(x, 2)): each
+# input lies in at most one window, found by a division, with none of the generic loop's tests
+_TILED = _INPUT + """  let oy = iy / KH; let ox = ix / KW;
+  if (oy < OH && ox < OW) {
+    let gv = %(gload)s;
+%(window)s
+  }
+  b2[u32(pi(28u)) + i] = %(store)s;
+"""
+
 
 def pool_input_grad(self, op, x, g, kernel, stride, padding, dilation):
     """The gradient for ``x`` of ``pool(op, x, ...)`` from the output's ``g`` (a Wgpu array)."""
@@ -89,9 +103,10 @@ def pool_input_grad(self, op, x, g, kernel, stride, padding, dilation):
         share = "%s(%s(gv) / %s(KH * KW))" % (st, act, act)
         window = _AVG % {"act": act, "share": share}
     store, slibs = ops.store(act, dtype, st)
-    body = _WINDOWS % {"act": act, "gload": gload, "window": window, "store": store.format("acc")}
+    tiled = (sh, sw, dh, dw) == (KH, KW, 1, 1) and not any(any(p) for p in pads)
+    body = (_TILED if tiled else _WINDOWS) % {"act": act, "gload": gload, "window": window, "store": store.format("acc")}
     build = lambda: codegen.strided_source([st, st, st], 0, body, libs + list(slibs), False)  # noqa: E731
-    _dispatch(self, ("pool_grad", op, dtype.name, act), build,
+    _dispatch(self, ("pool_grad", op, dtype.name, act) + (("tiled",) if tiled else ()), build,
               [x.block.buffer, g.block.buffer, out.block.buffer], words, total)
     return out
 

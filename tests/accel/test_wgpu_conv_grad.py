@@ -1,5 +1,6 @@
-"""Wgpu's conv gradients (implicit GEMMs, accel/wgpu/conv_grad.py) and its reductions over several
-dims in one kernel (accel/wgpu/reduce_dims.py) against the composites they replace and numpy.
+"""Wgpu's conv gradients (implicit GEMMs, accel/wgpu/conv_grad.py), its reductions over several
+dims in one kernel (accel/wgpu/reduce_dims.py) and its pool gradients where the windows tile the
+input (accel/wgpu/pool_grad.py) against the composites they replace and numpy.
 
 The gradients accumulate in f32 through the tiled kernels, so they match the composite within
 the conv tolerance; max and min over several dims match exactly, sums within the conformance
@@ -239,3 +240,42 @@ def test_many_slices_of_few_outputs_are_added_by_a_workgroup_each(dev):
     assert [k[0] for k in keys] == ["conv_dw", "finalize"] and keys[1][-1] == "wide", keys
     want = COMPOSITES["conv_weight_grad"](x.to(PURE), g.to(PURE), (3, 2, 3, 3), *args)
     assert np.abs(np.array(gw) - np.array(want.tolist())).max() <= 1e-4 * (1 + np.abs(np.array(want.tolist())).max())
+
+
+# x shape, kernel, stride: windows that tile the input (odd sizes leave a row or column outside)
+TILED_POOLS = [((4, 3, 8, 8), (2, 2), (2, 2)), ((2, 3, 7, 9), (2, 2), (2, 2)), ((2, 2, 9, 9), (3, 3), (3, 3)),
+               ((3, 2, 1, 10), (1, 2), (1, 2)), ((2, 2, 6, 8), (3, 2), (3, 2))]
+
+
+@pytest.mark.parametrize("case", TILED_POOLS, ids=[str(i) for i in range(len(TILED_POOLS))])
+@pytest.mark.parametrize("op", ["max", "avg"])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64], ids=lambda d: d.name)
+def test_pool_gradients_of_tiling_windows_equal_the_composite_exactly(dev, case, op, dtype):
+    """Ties (the first max wins) and NaN (the first NaN wins) included; one kernel, the tiled one."""
+    if dtype is ember.float64 and not dev.rt.has_f64:
+        pytest.skip("no shader-f64")
+    shape, k, st = case
+    rng = random.Random(5)
+    vals = [rng.choice([1.0, 2.0, float("nan"), rng.uniform(-1, 1)]) for _ in range(math.prod(shape))]
+    nopad = ((0, 0), (0, 0))
+    gshape = PURE.pool(op, PURE.from_list(vals, shape, dtype), k, st, nopad, (1, 1)).shape
+    gv = [rng.uniform(-1, 1) for _ in range(math.prod(gshape))]
+
+    def both(device):
+        x = ember.tensor(vals, dtype=dtype, device=device).reshape(shape)
+        g = ember.tensor(gv, dtype=dtype, device=device).reshape(gshape)
+        return x, g
+    x, g = both(dev)
+    got, keys = _kernels(dev, lambda: rules.pool_input_grad(g, x, op, k, st, nopad, (1, 1)))
+    assert keys == [("pool_grad", op, dtype.name, "f64" if dev.rt.has_f64 else "f32", "tiled")]
+    px, pg = both(PURE)
+    want = COMPOSITES["pool_input_grad"](pg, px, op, k, st, nopad, (1, 1))
+    assert repr(got.tolist()) == repr(want.tolist())
+
+
+def test_overlapping_or_padded_pool_windows_take_the_general_kernel(dev):
+    x = _rand((2, 2, 8, 8), ember.float32, dev, 6)
+    for k, st, pad, out in (((2, 2), (1, 1), ((0, 0), (0, 0)), 7), ((2, 2), (2, 2), ((1, 1), (1, 1)), 5)):
+        g = _rand((2, 2, out, out), ember.float32, dev, 7)
+        _, keys = _kernels(dev, lambda: rules.pool_input_grad(g, x, "max", k, st, pad, (1, 1)))
+        assert [key[-1] for key in keys] == ["f64" if dev.rt.has_f64 else "f32"]
