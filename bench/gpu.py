@@ -294,20 +294,12 @@ def device_timed(dev, fn, reps, rounds=5):
     rt = dev.rt
     if "timestamp-query" not in rt.features:
         return submit_timed(dev, fn, reps, rounds)
-    old = rt.auto_flush
-    rt.auto_flush = 1 << 30
-    try:
-        fn()
-        dev.synchronize()
-        out = []
-        for _ in range(rounds):
-            rt.start_timing()
-            keep = [fn() for _ in range(reps)]
-            out.append(sum(rt.stop_timing()) / reps)
-            del keep
-        return statistics.median(out)
-    finally:
-        rt.auto_flush = old
+
+    def one_round():
+        rt.start_timing()
+        keep = [fn() for _ in range(reps)]  # noqa: F841  (alive until the batch has run)
+        return sum(rt.stop_timing()) / reps
+    return _batched(dev, fn, one_round, rounds)
 
 
 def submit_timed(dev, fn, reps, rounds=5):
@@ -315,20 +307,24 @@ def submit_timed(dev, fn, reps, rounds=5):
     wait timed alone (what the GPU spends, without the host's recording, but with the encoder's
     finish, the submit and the fence wait shared by the calls). Beside ``timed``'s wall time,
     which adds the recording."""
+    def one_round():
+        keep = [fn() for _ in range(reps)]  # noqa: F841
+        t0 = time.perf_counter()
+        dev.synchronize()
+        return (time.perf_counter() - t0) / reps
+    return _batched(dev, fn, one_round, rounds)
+
+
+def _batched(dev, fn, one_round, rounds):
+    """The median of ``rounds`` calls of ``one_round`` after a warm-up call of ``fn``, with every
+    call of a round recorded into one batch (no automatic submit)."""
     rt = dev.rt
     old = rt.auto_flush
     rt.auto_flush = 1 << 30
     try:
         fn()
         dev.synchronize()
-        out = []
-        for _ in range(rounds):
-            keep = [fn() for _ in range(reps)]
-            t0 = time.perf_counter()
-            dev.synchronize()
-            out.append((time.perf_counter() - t0) / reps)
-            del keep
-        return statistics.median(out)
+        return statistics.median([one_round() for _ in range(rounds)])
     finally:
         rt.auto_flush = old
 

@@ -260,21 +260,22 @@ class _MatmulFlavor:
     def head(self, bm, bn, z="wid.z / ks"):
         return _HEAD.replace("BMu", "%du" % bm).replace("BNu", "%du" % bn).replace("ZEXPR", z)
 
+    def _load(self, reg, arr, base, ld, i, i_end, j, j_end):
+        """``reg`` = the vec4 of ``arr`` at (i, j) (j the vec4's own dim), zero past the ends."""
+        return "%s = vec4<f32>(0.0); if (%s < %s && %s < %s) { %s = %s; }" % (
+            reg, i, i_end, j, j_end, reg, self.conv.format("%s[(%s + %s * %s + %s) / 4u]" % (arr, base, i, ld, j)))
+
     def load_a(self, reg, row, kk):
-        return "%s = vec4<f32>(0.0); if (%s < M && %s < kend) { %s = %s; }" % (
-            reg, row, kk, reg, self.conv.format("A[(abase + %s * lda + %s) / 4u]" % (row, kk)))
+        return self._load(reg, "A", "abase", "lda", row, "M", kk, "kend")
 
     def load_b(self, reg, kk, col):
-        return "%s = vec4<f32>(0.0); if (%s < kend && %s < N) { %s = %s; }" % (
-            reg, kk, col, reg, self.conv.format("B[(bbase + %s * ldb + %s) / 4u]" % (kk, col)))
+        return self._load(reg, "B", "bbase", "ldb", kk, "kend", col, "N")
 
     def load_a_cols(self, reg, kk, row):
-        return "%s = vec4<f32>(0.0); if (%s < kend && %s < M) { %s = %s; }" % (
-            reg, kk, row, reg, self.conv.format("A[(abase + %s * lda + %s) / 4u]" % (kk, row)))
+        return self._load(reg, "A", "abase", "lda", kk, "kend", row, "M")
 
     def load_b_cols(self, reg, col, kk):
-        return "%s = vec4<f32>(0.0); if (%s < N && %s < kend) { %s = %s; }" % (
-            reg, col, kk, reg, self.conv.format("B[(bbase + %s * ldb + %s) / 4u]" % (col, kk)))
+        return self._load(reg, "B", "bbase", "ldb", col, "N", kk, "kend")
 
     def store_c(self, row, col, value):
         return "C[cbase + %s * N + %s] = %s;" % (row, col, value)
