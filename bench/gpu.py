@@ -34,7 +34,8 @@ repetitions between two synchronizing reads:
 
 ``--quick`` shrinks every size (for a smoke run on a CPU adapter). ``--only NAME[,NAME]`` runs only
 those parts (``matmul``, ``elementwise``, ``queued``, ``training``, ``torch_compile``, ``fusion``,
-``torch_backend``, ``variants``: every tiled variant on the MLP block's products by GPU time). ``--torch-backend`` runs only the Torch device's part (issue 19: ``Torch("cuda")``
+``torch_backend``, ``variants``: every tiled variant on the MLP block's products by GPU time, and
+the tile shapes ``--variants BMxBNxBK_TMxTN,...`` names beside them). ``--torch-backend`` runs only the Torch device's part (issue 19: ``Torch("cuda")``
 beside native PyTorch: ``torch_backend_f16_matmul_vs_torch``, ``torch_backend_op_overhead_vs_torch``,
 ``torch_backend_mlp_b64_step_vs_torch``...), without wgpu; without CUDA it runs on ``Torch("cpu")``. The last line of the output is
 one JSON object with ``matmul_f32_4096_vs_torch``, ``matmul_f16_4096_vs_torch``,
@@ -174,7 +175,7 @@ def bench_variants(dev, torch, np):
         out = dev._alloc((m, n), ember.float32)
         flops = 2.0 * m * n * k
         row = {}
-        for v in mk.candidates(dev, ember.float32):
+        for v in mk.candidates(dev, ember.float32) + _extra_variants(mk):
             if v.coop:
                 continue
             try:
@@ -193,6 +194,16 @@ def bench_variants(dev, torch, np):
         log("matmul %s (M x N x K), TFLOP/s by variant (%s): %s; best %s; torch %s"
             % (shape, timing_method(dev), row, best, row.get("torch")))
     OUT["matmul_variants_tflops"] = table
+
+
+def _extra_variants(mk):
+    """Tile shapes to try beside the shipped ones (``--variants BMxBNxBK_TMxTN,...``)."""
+    out = []
+    for spec in (arg("--variants") or "").split(","):
+        if spec.strip():
+            tile, thread = spec.strip().split("_")
+            out.append(mk.Variant(*(int(x) for x in tile.split("x") + thread.split("x"))))
+    return out
 
 
 def _chosen(dev, op, dtype, dims):
