@@ -17,8 +17,9 @@ repetitions between two synchronizing reads:
   CNN at batch 64, eager and compiled (``ember.accel.compile``), through ``Autodiff(Wgpu())`` and
   ``Autodiff(Fusion(Wgpu()))`` (``*_fused_*`` keys), beside PyTorch CUDA eager, ``torch.compile``
   and a CUDA graph; ``mlp_b64_step_ms`` is the fastest lowered compiled step, with a read per step;
-  ``*_compiled_step_ms_by_parts``: the compiled step with its replay cut into several command
-  buffers (``lower_wgpu.PARTS``: fractions of the step's dispatches, each part submitted in turn);
+  ``*_compiled_step_ms_by_replay``: the compiled step with each replay's commands encoded by the
+  replay before it (``lower_wgpu.AHEAD``, "ahead"), or as it runs, cut into command buffers
+  submitted in turn (``lower_wgpu.PARTS``: fractions of the step's dispatches), settings interleaved;
   ``*_compiled_step_ms_by_split_k``: the compiled step under each split-K rule of ``SPLIT_RULES``
   (``matmul_kernels.SPLIT_MIN_K:SPLIT_CHUNK``: how a product with few output tiles is cut along K);
   the CNN also on ``Wgpu(random="philox")`` (``cnn_b64_fused_philox_*``: its dropout masks drawn on
@@ -636,28 +637,37 @@ def bench_queued(dev, torch):
 
 # -- training steps -----------------------------------------------------------------------------------
 
-SPLITS = ((1.0,), (0.5, 1.0), (0.25, 1.0), (0.15, 0.5, 1.0), (0.1, 0.3, 0.6, 1.0))
+# (lower_wgpu.AHEAD, lower_wgpu.PARTS): the next replay encoded ahead, or each encoded as it runs
+# in two parts (the default before AHEAD) or in one command buffer
+REPLAYS = ((True, (0.5, 1.0)), (False, (0.5, 1.0)), (False, (1.0,)))
 SPLIT_RULES = ((2048, 512), (1024, 256), (512, 128), (256, 64), (128, 32))  # (SPLIT_MIN_K, SPLIT_CHUNK)
 
 
-def _swept(dev, step, module, names, settings, label):
+def _swept(dev, step, module, names, settings, label, rounds=5):
     """{label(setting): ms of the compiled step with a read} with ``module``'s attributes ``names``
-    set to each setting in turn (each recorded afresh), then put back."""
+    set to each setting (each recorded afresh under it), the settings taking turns round by round
+    (medians of ``rounds`` rounds of 20 calls), then put back."""
     from ember.accel import compile
-    saved, out = tuple(getattr(module, n) for n in names), {}
-    for setting in settings:
+    saved = tuple(getattr(module, n) for n in names)
+
+    def under(setting, fn):
         for n, v in zip(names, setting):
             setattr(module, n, v)
         try:
-            cs = compile(step)
-            for _ in range(3):
-                cs()
-            out[label(setting)] = round(
-                timed(lambda: cs().item(), dev.synchronize, 20 if not QUICK else 2) * 1e3, 4)
+            return fn()
         finally:
             for n, v in zip(names, saved):
                 setattr(module, n, v)
-    return out
+    steps = []
+    for setting in settings:
+        cs = compile(step)
+        under(setting, lambda: [cs() for _ in range(4)])
+        steps.append(cs)
+    got = [[] for _ in settings]
+    for _ in range(rounds if not QUICK else 1):
+        for setting, cs, out in zip(settings, steps, got):
+            out.append(under(setting, lambda: timed(lambda: cs().item(), dev.synchronize, 20 if not QUICK else 2, 1)))
+    return {label(st): round(statistics.median(out) * 1e3, 4) for st, out in zip(settings, got)}
 
 
 def bench_training(dev, torch, np):
@@ -715,8 +725,9 @@ def bench_training(dev, torch, np):
             # (matmul_kernels.SPLIT_MIN_K, SPLIT_CHUNK: where a small product's K is cut into slices)
             from ember.accel.capture import lower_wgpu
             from ember.accel.wgpu import matmul_kernels as mk
-            OUT[key + "compiled_step_ms_by_parts"] = _swept(
-                dev, step, lower_wgpu, ("PARTS",), [(p,) for p in SPLITS], lambda s: ",".join("%g" % f for f in s[0]))
+            OUT[key + "compiled_step_ms_by_replay"] = _swept(
+                dev, step, lower_wgpu, ("AHEAD", "PARTS"), REPLAYS,
+                lambda s: "ahead" if s[0] else "parts " + ",".join("%g" % f for f in s[1]))
             OUT[key + "compiled_step_ms_by_split_k"] = _swept(
                 dev, step, mk, ("SPLIT_MIN_K", "SPLIT_CHUNK"), SPLIT_RULES, lambda r: "%d:%d" % r)
             line += " [%s] eager %.3f ms, compiled %.3f ms with a read per step (%.3f ms queued; %d dispatches; %s) " \

@@ -143,6 +143,9 @@ def lower(plan, trace):
 # were as fast or faster than one buffer for every step bench/gpu.py times on the H200 (LeNet-5 at
 # batch 64: 1.32 against 1.57 ms a step with a read; bench/results/gpu-2026-12-02-run4-gpu.json).
 PARTS = (0.5, 1.0)
+# Whether each replay encodes the next one's commands after its submit, while the GPU runs it: a
+# replay foreseen so submits at once, encoding nothing but its input copies.
+AHEAD = True
 _STAGED_OUTPUT = 256  # bytes: outputs this small (a loss, an accuracy) are copied out with each replay
 
 
@@ -172,6 +175,16 @@ def _most_refs(blocks):
 
 # what _most_refs finds for blocks that only a list holds (None: reference counts are unknown)
 _ALONE = _most_refs([object()]) if hasattr(sys, "getrefcount") else None
+
+
+class _Body:
+    """A replay's commands, encoded: the command buffer, the block each output is handed out in,
+    what ``Runtime.stage`` copies out, and how many submits take it."""
+
+    __slots__ = ("key", "buffer", "blocks", "table", "parts")
+
+    def __init__(self, key, buffer, blocks, table, parts):
+        self.key, self.buffer, self.blocks, self.table, self.parts = key, buffer, blocks, table, parts
 
 
 class _Bank:
@@ -279,6 +292,7 @@ class WgpuPlan:
         self.steps = self._steps({})
         self.banks = _banks(self, plan, outputs)
         self.cuts = _cuts(len(self.steps), PARTS)
+        self.ahead = None  # the next replay's _Body, encoded after this one's submit
         self.feeds = {}
         for s in plan.feeds:
             a = plan.template[s]
@@ -345,24 +359,80 @@ class WgpuPlan:
                 return None, k
         return None, None
 
+    def _key(self, arrays):
+        """(the bank this replay writes, or None; the bank the new state is copied into, or None)."""
+        if self.banks is None:
+            return None, None
+        return self._turn(arrays)
+
+    def _encode(self, key, enc=None, submit=None):
+        """A _Body for ``key``: every dispatch, the outputs copied to fresh blocks (or left in the
+        bank ``key`` names) and the staged copies. ``enc``: the encoder to begin with (holding the
+        input copies); ``submit``: called with each finished part but the last, so the GPU starts
+        on it while the rest is encoded (lower_wgpu.PARTS); without it, one command buffer."""
+        rt = self.base.rt
+        turn, into = key
+        steps = self.steps if turn is None else self.banks[0][turn].steps
+        cuts = self.cuts if submit is not None else [(0, len(steps))]
+        enc = enc or rt.device.create_command_encoder()
+        for c, (a, z) in enumerate(cuts):
+            if c:
+                submit(enc.finish())
+                enc = rt.device.create_command_encoder()
+            cp = enc.begin_compute_pass()
+            if rt._offset is not None:
+                ci = cp._internal
+                off = rt._offset
+                last = None
+                for pipe, bg, offset, gx, gy, gz in steps[a:z]:
+                    if pipe is not last:
+                        _runtime._SET_PIPELINE(ci, pipe._internal)
+                        last = pipe
+                    off[0] = offset
+                    _runtime._SET_BIND_GROUP(ci, 0, bg._internal, 1, off)
+                    _runtime._DISPATCH(ci, gx, gy, gz)
+            else:
+                for pipe, bg, offset, gx, gy, gz in steps[a:z]:
+                    cp.set_pipeline(pipe)
+                    cp.set_bind_group(0, bg, [offset])
+                    cp.dispatch_workgroups(gx, gy, gz)
+            cp.end()
+        copy = _copier(enc)
+        banked = self._banked(key)
+        if into is not None:
+            for s, b in banked.items():
+                a = self.outputs_of[s]
+                copy(a.block.buffer.gpu, a.block.offset, b.buffer.gpu, b.offset, a.block.size)
+        # the other outputs go to fresh blocks, so a tensor a step returned is never overwritten
+        # by the next replay (only these are held here: a bank's blocks held by a foreseen _Body
+        # would look taken to _turn)
+        blocks = {}
+        mem = self.base.mem
+        for s, a in self.outputs:
+            if s not in banked:
+                b = blocks[s] = mem.alloc(a.block.size)
+                copy(a.block.buffer.gpu, a.block.offset, b.buffer.gpu, b.offset, min(a.block.size, b.size))
+        # the small outputs (a loss) and the index checks' record are copied out with the step,
+        # so the read after it maps them without a submit of its own
+        small = [(b.buffer, b.offset, b.size) for b in (blocks[s] if s in blocks else banked[s] for s, _ in self.outputs)
+                 if b.size <= _STAGED_OUTPUT]
+        del banked
+        table = rt.stage(enc, small + [(er.block.buffer, er.block.offset, er.nbytes) for er in self.errors])
+        return _Body(key, enc.finish(), blocks, table, len(cuts) if submit is not None else 1)
+
     def run(self, arrays, host=True):
         for a, (shape, dtype) in zip(arrays, self.layouts):
             if not _contiguous(a) or a.shape != shape or a.dtype is not dtype:
                 raise ReplayError("an input's layout differs from the recording's")
         if host:
             self.run_host()
-        dev = self.base
-        rt = dev.rt
-        mem = dev.mem
-        slots = [None] * self.nslots
-        turn, into, steps, skip = None, None, self.steps, ()
-        if self.banks is not None:
-            turn, into = self._turn(arrays)
-            if turn is not None:
-                bank = self.banks[0][turn]
-                steps = bank.steps
-                skip = {j for j, _ in self.banks[1]}  # the state is read where it is
+        rt = self.base.rt
+        key = self._key(arrays)
+        skip = {j for j, _ in self.banks[1]} if key[0] is not None else ()  # the state is read where it is
         with rt.lock:
+            body, self.ahead = self.ahead, None
+            if body is not None and body.key != key:
+                body = None  # the state went elsewhere than foreseen: its blocks are freed with it
             # random draws first, in the step's order (they read only the generator): each new draw
             # is copied into the block the recorded dispatches read
             drawn = [(random(*args), a, n) for random, args, a, n in self.draws]
@@ -370,62 +440,49 @@ class WgpuPlan:
             q = rt.queue
             for buf, off, data in self.writes:
                 q.write_buffer(buf.gpu, off, data)
-            enc = rt.device.create_command_encoder()
-            copy = _copier(enc)
+            enc = None
             for j, (a, p, n) in enumerate(zip(arrays, self.private, self.nbytes)):
                 if n and j not in skip:
-                    copy(a.block.buffer.gpu, a.block.offset, p.block.buffer.gpu, p.block.offset, n)
+                    enc = enc or rt.device.create_command_encoder()
+                    _copier(enc)(a.block.buffer.gpu, a.block.offset, p.block.buffer.gpu, p.block.offset, n)
             for new, a, n in drawn:
                 if n:
-                    copy(new.block.buffer.gpu, new.block.offset, a.block.buffer.gpu, a.block.offset, n)
-            cuts = self.cuts
-            for c, (a, z) in enumerate(cuts):
-                if c:  # the GPU runs the part submitted while the next part is encoded
-                    enc = rt.device.create_command_encoder()
-                    copy = _copier(enc)
-                cp = enc.begin_compute_pass()
-                if rt._offset is not None:
-                    ci = cp._internal
-                    off = rt._offset
-                    last = None
-                    for pipe, bg, offset, gx, gy, gz in steps[a:z]:
-                        if pipe is not last:
-                            _runtime._SET_PIPELINE(ci, pipe._internal)
-                            last = pipe
-                        off[0] = offset
-                        _runtime._SET_BIND_GROUP(ci, 0, bg._internal, 1, off)
-                        _runtime._DISPATCH(ci, gx, gy, gz)
-                else:
-                    for pipe, bg, offset, gx, gy, gz in steps[a:z]:
-                        cp.set_pipeline(pipe)
-                        cp.set_bind_group(0, bg, [offset])
-                        cp.dispatch_workgroups(gx, gy, gz)
-                cp.end()
-                if c < len(cuts) - 1:
-                    q.submit([enc.finish()])
-            if turn is not None:  # the new state stays in this bank's blocks
-                for (_, s), b in zip(self.banks[1], bank.blocks):
-                    a = self.outputs_of[s]
-                    slots[s] = WArray(b, a.shape, a.dtype, a.strides, a.offset)
-            elif into is not None:
-                for (_, s), b in zip(self.banks[1], self.banks[0][into].blocks):
-                    a = self.outputs_of[s]
-                    copy(a.block.buffer.gpu, a.block.offset, b.buffer.gpu, b.offset, a.block.size)
-                    slots[s] = WArray(b, a.shape, a.dtype, a.strides, a.offset)
+                    enc = enc or rt.device.create_command_encoder()
+                    _copier(enc)(new.block.buffer.gpu, new.block.offset, a.block.buffer.gpu, a.block.offset, n)
+            if body is None:
+                body = self._encode(key, enc, lambda buffer: q.submit([buffer]))
+                q.submit([body.buffer])
+            else:
+                q.submit(([enc.finish()] if enc is not None else []) + [body.buffer])
+            rt._submitted += len(self.steps)
+            rt.submits += body.parts
+            rt.staged(body.table)
+            slots = [None] * self.nslots
+            banked = self._banked(key)
             for s, a in self.outputs:
-                if slots[s] is None:
-                    b = mem.alloc(a.block.size)
-                    copy(a.block.buffer.gpu, a.block.offset, b.buffer.gpu, b.offset, min(a.block.size, b.size))
-                    slots[s] = WArray(b, a.shape, a.dtype, a.strides, a.offset)
-            # the small outputs (a loss) and the index checks' record are copied out with the
-            # step, so the read after it maps them without a submit of its own
-            small = [(b.buffer, b.offset, b.size) for b in (slots[s].block for s, _ in self.outputs)
-                     if b.size <= _STAGED_OUTPUT]
-            rt.stage(enc, small + [(er.block.buffer, er.block.offset, er.nbytes) for er in self.errors])
-            q.submit([enc.finish()])
-            rt._submitted += len(steps)
-            rt.submits += len(cuts)
-            rt.staged()
+                b = body.blocks[s] if s in body.blocks else banked[s]
+                slots[s] = WArray(b, a.shape, a.dtype, a.strides, a.offset)
+            del banked, body
+            if AHEAD:
+                # the next replay's commands, encoded while the GPU runs this one: that replay
+                # then submits at once (its bank foreseen as the other one; a miss encodes anew)
+                self.ahead = self._encode(self._next_key(key))
         for er in self.errors:
             er.arm()
         return slots
+
+    def _banked(self, key):
+        """{output slot: block} of the state outputs that the replay of ``key`` leaves in a bank."""
+        turn, into = key
+        k = turn if turn is not None else into
+        if k is None:
+            return {}
+        return {s: b for (_, s), b in zip(self.banks[1], self.banks[0][k].blocks)}
+
+    def _next_key(self, key):
+        turn, into = key
+        if turn is not None:
+            return 1 - turn, None
+        if into is not None:
+            return 1 - into, None
+        return key

@@ -205,7 +205,6 @@ class Runtime:
         self._offset = _ffi.new("uint32_t[1]") if _ffi is not None else None
         self.timer = None  # a timing.PassTimer while start_timing is in effect
         self._stage_buf = None  # the mappable buffer ``stage`` copies into
-        self._staging_now = None  # the ranges ``stage`` encoded, until ``staged``
         self._staged = None  # (ranges, submit count, bytes or None): what a read may take as it is
 
     # -- buffers -------------------------------------------------------------------------------
@@ -434,11 +433,13 @@ class Runtime:
 
     def stage(self, encoder, ranges):
         """Copy the small byte ``ranges`` ((DeviceBuffer, offset, nbytes), multiples of 4) into a
-        mappable buffer at the end of ``encoder``'s commands. The caller submits them and calls
-        ``staged``: a read that falls in one of them before anything else is recorded, written or
-        submitted then maps that copy, with no copy and submit of its own (a captured training
-        step stages its loss and the queued index checks' error record for the ``.item()`` after
-        it). Ranges past ``STAGE_BYTES`` in all are left out."""
+        mappable buffer at the end of ``encoder``'s commands, and return their table for
+        ``staged``. The caller submits them and calls ``staged(table)``: a read that falls in one
+        of them before anything else is recorded, written or submitted then maps that copy, with
+        no copy and submit of its own (a captured training step stages its loss and the queued
+        index checks' error record for the ``.item()`` after it). Ranges past ``STAGE_BYTES`` in
+        all are left out. A buffer encoded now may be submitted later (a replay encodes the next
+        one ahead): the copy lands in the mappable buffer only at that submit."""
         with self.lock:
             if self._stage_buf is None:
                 self._stage_buf = self.device.create_buffer(
@@ -450,12 +451,12 @@ class Runtime:
                 encoder.copy_buffer_to_buffer(buf.gpu, offset, self._stage_buf, at, nbytes)
                 table.append((buf, offset, nbytes, at))
                 at += nbytes
-            self._staging_now = table
+            return table
 
-    def staged(self):
-        """The commands of the last ``stage`` were submitted (``submits`` counts them)."""
+    def staged(self, table):
+        """The commands of the ``stage`` that returned ``table`` were submitted (``submits``
+        counts them)."""
         with self.lock:
-            table, self._staging_now = self._staging_now, None
             self._staged = (table, self.submits, None) if table else None
 
     def _from_stage(self, buf, offset, nbytes, errors):

@@ -327,8 +327,10 @@ def test_wgpu_state_takes_turns_in_two_banks(inner):
 
 @pytest.mark.parametrize("inner", WGPU, ids=["wgpu"] * len(WGPU))
 def test_wgpu_replay_cut_into_parts_submits_each_and_equals_eager(inner, monkeypatch):
+    """A replay encoded when it runs (none ahead) submits each part as soon as it is encoded."""
     from ember.accel.capture import lower_wgpu
     monkeypatch.setattr(lower_wgpu, "PARTS", (0.2, 0.5, 1.0))
+    monkeypatch.setattr(lower_wgpu, "AHEAD", False)
     (m1, o1), (m2, o2) = _pair(inner, Conv)
     x, y = _data(Autodiff(inner), (3, 1, 8, 8))
     step = compile(_step)
@@ -343,6 +345,74 @@ def test_wgpu_replay_cut_into_parts_submits_each_and_equals_eager(inner, monkeyp
         assert inner.rt.submits - before == 3  # one command buffer a part
         assert got.tolist() == want, i
         assert _weights(m1) == _weights(m2), i
+
+
+def _new_batch(like, seed):
+    return _data(like.device, tuple(like.shape), seed)
+
+
+@pytest.mark.parametrize("inner", WGPU, ids=["wgpu"] * len(WGPU))
+def test_wgpu_replay_encoded_ahead_submits_once_and_equals_eager(inner, monkeypatch):
+    """Each replay encodes the next one's commands: that one submits them at once, with its new
+    inputs copied in before them, and computes what the eager step does."""
+    from ember.accel.capture import lower_wgpu
+    monkeypatch.setattr(lower_wgpu, "PARTS", (0.5, 1.0))
+    (m1, o1), (m2, o2) = _pair(inner, Conv, momentum=0.9)
+    x, y = _data(Autodiff(inner), (3, 1, 8, 8))
+    step = compile(_step)
+    for i in range(4):  # recorded at the third; the fourth takes the state into the banks
+        assert _step(m1, o1, x, y).tolist() == step(m2, o2, x, y).tolist(), i
+    (rec,) = step._plans.values()
+    low = rec.lowered
+    assert low.ahead is not None and low.banks is not None
+    queue = _CountedQueue(inner.rt.queue)
+    monkeypatch.setattr(inner.rt, "queue", queue)
+    for i in range(4):
+        x, y = _new_batch(x, 10 + i)  # a new batch every step: copied in ahead of the body
+        want = _step(m1, o1, x, y).tolist()
+        foreseen = low.ahead
+        before = queue.submits
+        got = step(m2, o2, x, y)
+        assert queue.submits - before == 1, i  # the foreseen body and the input copies, together
+        assert low.ahead is not foreseen and low.ahead is not None
+        assert got.tolist() == want, i
+        assert _weights(m1) == _weights(m2), i
+
+
+@pytest.mark.parametrize("inner", WGPU, ids=["wgpu"] * len(WGPU))
+def test_wgpu_replay_foreseen_wrongly_is_encoded_anew(inner, monkeypatch):
+    """Old weights held by the caller: the bank the replay foresaw is taken, so the replay drops
+    the body encoded ahead and encodes its own; the held tensors keep their values."""
+    from ember.accel.capture import lower_wgpu
+    (m1, o1), (m2, o2) = _pair(inner, MLP, momentum=0.9)
+    x, y = _data(Autodiff(inner), (6, 12))
+    step = compile(_step)
+    for i in range(3):
+        assert _step(m1, o1, x, y).tolist() == step(m2, o2, x, y).tolist(), i
+    low = step._plans[next(iter(step._plans))].lowered
+    encoded = []
+    real = lower_wgpu.WgpuPlan._encode
+
+    def counted(self, key, enc=None, submit=None):
+        encoded.append(submit is not None)  # True: encoded for the replay running now
+        return real(self, key, enc, submit)
+    monkeypatch.setattr(lower_wgpu.WgpuPlan, "_encode", counted)
+    held = [(p.value, p.value.tolist()) for p in m2.parameters()]
+    for i in range(3):
+        want = _step(m1, o1, x, y).tolist()
+        assert step(m2, o2, x, y).tolist() == want, i
+        assert _weights(m1) == _weights(m2), i
+    assert True in encoded  # a miss: encoded when it ran
+    assert [t.tolist() for t, _ in held] == [v for _, v in held]
+    del held
+    for i in range(3):  # the turns come back, and with them the foreseen bodies
+        want = _step(m1, o1, x, y).tolist()
+        assert step(m2, o2, x, y).tolist() == want, i
+    encoded.clear()
+    for i in range(3):
+        assert _step(m1, o1, x, y).tolist() == step(m2, o2, x, y).tolist(), i
+    assert encoded == [False] * 3, encoded  # each replay foreseen, each encoding the next
+    assert _weights(m1) == _weights(m2) and low.ahead is not None
 
 
 class _CountedQueue:

@@ -492,10 +492,10 @@ def _stage(dev, a):
     rt = dev.rt
     dev.synchronize()
     enc = rt.device.create_command_encoder()
-    rt.stage(enc, [(a.block.buffer, a.block.offset, 16)])
+    table = rt.stage(enc, [(a.block.buffer, a.block.offset, 16)])
     rt.queue.submit([enc.finish()])
     rt.submits += 1
-    rt.staged()
+    rt.staged(table)
 
 
 def test_a_read_after_a_staged_submit_maps_the_staged_copy(dev):
