@@ -9,6 +9,10 @@ buffer, written once; its bind groups are made once), the outputs copied to fres
 tensor the step returned is never overwritten by the next replay), and one ``submit``. Random draws
 run again before it (the generator advances; their new values are copied where the dispatches read
 them). Index checks the kernels made are armed again, so the next read raises as after an eager step.
+
+Each replay encodes the next one's commands after its own submit, while the GPU runs (``AHEAD``):
+the next replay, when its state bank is the one foreseen, then submits them at once with its
+input copies, and otherwise encodes its own.
 """
 import sys
 

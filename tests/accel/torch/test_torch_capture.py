@@ -185,7 +185,7 @@ def test_cuda_state_is_updated_in_place_in_the_graphs_buffers():
     dev = Autodiff(Torch("cuda"))
     (m, o), _ = _pair(dev, momentum=0.9)
     x, y = _data(dev, 8)
-    step = compile(_step)
+    step = compile(_step, inplace=True)  # the state copied is the default
     for _ in range(4):
         step(m, o, x, y)
     (rec,) = step._plans.values()
