@@ -175,9 +175,11 @@ def pool(self, op, x, kernel, stride, padding, dilation):
         ct = "f64" if st == "f64" else "f32"
         nan = "isnan64" if ct == "f64" else "isnan32"
         init = "-inf64()" if ct == "f64" else "ninf32()"
-        fold = "if (%s(v)) { acc = v; done = true; } else if (v > acc) { acc = v; }" % nan
+        # a NaN is kept as a flag, not in acc: with acc = NaN and an early exit the H200 gave a
+        # window's largest other value (its Vulkan compiler need not keep `v > NaN` false)
+        fold = "if (%s(v)) { isn = true; } else if (v > acc) { acc = v; }" % nan
         libs = ["bits64" if ct == "f64" else "bits32"]
-        final = "acc"
+        final = "select(acc, %s, isn)" % ("nan64()" if ct == "f64" else "nan32()")
     else:
         ct = "f64" if self.rt.has_f64 else "f32"
         init = "%s(0)" % ct
@@ -188,8 +190,8 @@ def pool(self, op, x, kernel, stride, padding, dilation):
     store, slibs = ops.store(ct, dtype, st)
     body = (_GEOMETRY +
             "  let xb = pi(22u) + i32(nb) * pi(18u) + i32(o) * pi(19u);\n"
-            "  var acc = %s;\n  var done = false;\n"
-            "  for (var ky = 0u; ky < KH && !done; ky = ky + 1u) {\n"
+            "  var acc = %s;\n  var isn = false;\n"
+            "  for (var ky = 0u; ky < KH; ky = ky + 1u) {\n"
             "    let iy = i32(oy) * sh + i32(ky) * dh - pt;\n"
             "    if (iy < 0 || iy >= H) { continue; }\n"
             "    for (var kx = 0u; kx < KW; kx = kx + 1u) {\n"
