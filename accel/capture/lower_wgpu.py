@@ -470,7 +470,10 @@ class WgpuPlan:
             if AHEAD:
                 # the next replay's commands, encoded while the GPU runs this one: that replay
                 # then submits at once (its bank foreseen as the other one; a miss encodes anew)
-                self.ahead = self._encode(self._next_key(key))
+                try:
+                    self.ahead = self._encode(self._next_key(key))
+                except MemoryError:  # no room for the next outputs now: that replay encodes its own
+                    self.ahead = None
         for er in self.errors:
             er.arm()
         return slots

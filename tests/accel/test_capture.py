@@ -415,6 +415,30 @@ def test_wgpu_replay_foreseen_wrongly_is_encoded_anew(inner, monkeypatch):
     assert _weights(m1) == _weights(m2) and low.ahead is not None
 
 
+@pytest.mark.parametrize("inner", WGPU, ids=["wgpu"] * len(WGPU))
+def test_wgpu_replay_out_of_memory_ahead_still_steps(inner, monkeypatch):
+    """No room to encode the next replay ahead: this one still returns, the next encodes its own."""
+    from ember.accel.capture import lower_wgpu
+    from ember.accel.wgpu import OutOfMemoryError
+    (m1, o1), (m2, o2) = _pair(inner, MLP)
+    x, y = _data(Autodiff(inner), (6, 12))
+    step = compile(_step)
+    for i in range(4):
+        assert _step(m1, o1, x, y).tolist() == step(m2, o2, x, y).tolist(), i
+    real = lower_wgpu.WgpuPlan._encode
+
+    def full(self, key, enc=None, submit=None):
+        if submit is None:
+            raise OutOfMemoryError("wgpu: out of memory (test)")
+        return real(self, key, enc, submit)
+    monkeypatch.setattr(lower_wgpu.WgpuPlan, "_encode", full)
+    for i in range(3):
+        assert _step(m1, o1, x, y).tolist() == step(m2, o2, x, y).tolist(), i
+        assert _weights(m1) == _weights(m2), i
+    low = step._plans[next(iter(step._plans))].lowered
+    assert low.ahead is None
+
+
 class _CountedQueue:
     """A wgpu queue that counts its submits."""
 
