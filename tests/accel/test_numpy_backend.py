@@ -129,8 +129,9 @@ def pair(flat, shape, dtype, layout="contig"):
 
 # -- comparing ----------------------------------------------------------------------------------
 
-def same_values(got, want, rtol=0.0, what=""):
-    """Equal values (nan matches nan); without a tolerance, zeros must carry the same sign too."""
+def same_values(got, want, rtol=0.0, what="", atol=None):
+    """Equal values (nan matches nan); without a tolerance, zeros must carry the same sign too.
+    ``atol``: a further absolute allowance per value (a float32 sum's rounding, see ``_bound``)."""
     if len(got) != len(want):
         raise AssertionError("%s: %d values, Cpu has %d" % (what, len(got), len(want)))
     for i, (g, w) in enumerate(zip(got, want)):
@@ -141,7 +142,8 @@ def same_values(got, want, rtol=0.0, what=""):
             if w != w:
                 ok = g != g
             elif rtol and not (w in (INF, -INF)):
-                ok = abs(g - w) <= rtol * abs(w) + 1e-30 or abs(g - w) <= rtol * 1e-6
+                ok = abs(g - w) <= rtol * abs(w) + 1e-30 or abs(g - w) <= rtol * 1e-6 or \
+                    (atol is not None and abs(g - w) <= atol[i])
             else:
                 ok = g == w and (g != 0 or SIGNLESS[0] or math.copysign(1.0, g) == math.copysign(1.0, w))
         else:
@@ -150,7 +152,7 @@ def same_values(got, want, rtol=0.0, what=""):
             raise AssertionError("%s: value %d is %r, Cpu has %r" % (what, i, g, w))
 
 
-def expect(cpu_out, np_out, rtol=0.0, what=""):
+def expect(cpu_out, np_out, rtol=0.0, what="", atol=None):
     """The NumPy result has the Cpu result's shape, dtype and values (within ``rtol``)."""
     if type(np_out) not in (np.ndarray, BF16):
         raise AssertionError("%s: NumPy returned %s, expected an ndarray" % (what, type(np_out).__name__))
@@ -158,14 +160,14 @@ def expect(cpu_out, np_out, rtol=0.0, what=""):
         raise AssertionError("%s: shape %s, Cpu has %s" % (what, np_out.shape, cpu_out.shape))
     if ember_dtype(np_out) is not cpu_out.dtype:
         raise AssertionError("%s: dtype %s, Cpu has %s" % (what, ember_dtype(np_out).name, cpu_out.dtype.name))
-    same_values(NPD.to_list(np_out), CPU.to_list(cpu_out), rtol, what)
+    same_values(NPD.to_list(np_out), CPU.to_list(cpu_out), rtol, what, atol)
 
 
 # IEEE leaves the sign of max(0.0, -0.0) open; numpy's SIMD loops and the Cpu backend pick differently
 ZERO_SIGN_OPEN = ("maximum", "minimum", "max", "min", "cummax", "cummin")
 
 
-def both(fn, cpu_args, np_args, rtol=0.0, what=""):
+def both(fn, cpu_args, np_args, rtol=0.0, what="", atol=None):
     """Run ``fn(device, *args)`` on each device: same results, NumPy inputs untouched, no warnings."""
     SIGNLESS[0] = any(" %s " % op in " %s " % what for op in ZERO_SIGN_OPEN)
     cpu_out = fn(CPU, *cpu_args)
@@ -180,8 +182,19 @@ def both(fn, cpu_args, np_args, rtol=0.0, what=""):
         for k, (c, n) in enumerate(zip(cpu_out, np_out)):
             expect(c, n, rtol, "%s[%d]" % (what, k))
     else:
-        expect(cpu_out, np_out, rtol, what)
+        expect(cpu_out, np_out, rtol, what, atol)
     return np_out
+
+
+def _bound(fn, dtype, k, *cpu_args):
+    """Per output, how far a float32 sum of ``k`` products may land from the exact one in any
+    order of summation: k * 2^-24 * the sum of the products' magnitudes (``fn`` on the inputs'
+    absolute values, on the Cpu). BLAS's sgemm sums in float32, in an order of its kernel's
+    choosing; the Cpu sums more exactly. None for other dtypes."""
+    if dtype is not dtypes.float32:
+        return None
+    mags = fn(CPU, *[CPU.unary("abs", a) for a in cpu_args])
+    return [k * 2.0 ** -24 * v for v in CPU.to_list(mags)]
 
 
 def tol(dtype, native=True):
@@ -651,8 +664,9 @@ def check_matmul(dtype, layout, batch, m, k, n_):
     ca, na = pair(fa, batch + (m, k), dtype, layout)
     cb, nb = pair(fb, batch + (k, n_), dtype, "contig")
     rtol = {dtypes.float32: 1e-5, dtypes.float64: 1e-12}.get(dtype, TOL.get(dtype, 0.0))
-    both(lambda d, a, b: d.matmul(a, b), (ca, cb), (na, nb), rtol,
-         "matmul %s %s %s" % (dtype.name, batch + (m, k), batch + (k, n_)))
+    fn = lambda d, a, b: d.matmul(a, b)  # noqa: E731
+    both(fn, (ca, cb), (na, nb), rtol, "matmul %s %s %s" % (dtype.name, batch + (m, k), batch + (k, n_)),
+         _bound(fn, dtype, k, ca, cb))
 
 
 for _dt in FLOATS + INTS:
@@ -684,8 +698,10 @@ def check_conv(dtype, xshape, wshape, stride, padding, dilation, groups, layout)
     cx, nx = pair(fx, xshape, dtype, layout)
     cw, nw = pair(fw, wshape, dtype, "contig")
     rtol = {dtypes.float32: 1e-5, dtypes.float64: 1e-12}.get(dtype, TOL.get(dtype))
-    both(lambda d, x, w: d.conv(x, w, stride, padding, dilation, groups), (cx, cw), (nx, nw), rtol,
-         "conv %s x%s w%s s%s p%s d%s g%d" % (dtype.name, xshape, wshape, stride, padding, dilation, groups))
+    fn = lambda d, x, w: d.conv(x, w, stride, padding, dilation, groups)  # noqa: E731
+    both(fn, (cx, cw), (nx, nw), rtol,
+         "conv %s x%s w%s s%s p%s d%s g%d" % (dtype.name, xshape, wshape, stride, padding, dilation, groups),
+         _bound(fn, dtype, numel(wshape[1:]), cx, cw))
 
 
 CONVS = [
