@@ -420,7 +420,6 @@ class WgpuPlan:
         # so the read after it maps them without a submit of its own
         small = [(b.buffer, b.offset, b.size) for b in (blocks[s] if s in blocks else banked[s] for s, _ in self.outputs)
                  if b.size <= _STAGED_OUTPUT]
-        del banked
         table = rt.stage(enc, small + [(er.block.buffer, er.block.offset, er.nbytes) for er in self.errors])
         return _Body(key, enc.finish(), blocks, table, len(cuts) if submit is not None else 1)
 
@@ -444,15 +443,16 @@ class WgpuPlan:
             q = rt.queue
             for buf, off, data in self.writes:
                 q.write_buffer(buf.gpu, off, data)
+            # the new inputs and draws copied in, in an encoder only where there is one to copy
+            copies = [(a.block, p.block, n) for j, (a, p, n) in enumerate(zip(arrays, self.private, self.nbytes))
+                      if n and j not in skip]
+            copies += [(new.block, a.block, n) for new, a, n in drawn if n]
             enc = None
-            for j, (a, p, n) in enumerate(zip(arrays, self.private, self.nbytes)):
-                if n and j not in skip:
-                    enc = enc or rt.device.create_command_encoder()
-                    _copier(enc)(a.block.buffer.gpu, a.block.offset, p.block.buffer.gpu, p.block.offset, n)
-            for new, a, n in drawn:
-                if n:
-                    enc = enc or rt.device.create_command_encoder()
-                    _copier(enc)(new.block.buffer.gpu, new.block.offset, a.block.buffer.gpu, a.block.offset, n)
+            if copies:
+                enc = rt.device.create_command_encoder()
+                copy = _copier(enc)
+                for src, dst, n in copies:
+                    copy(src.buffer.gpu, src.offset, dst.buffer.gpu, dst.offset, n)
             if body is None:
                 body = self._encode(key, enc, lambda buffer: q.submit([buffer]))
                 q.submit([body.buffer])
@@ -466,7 +466,6 @@ class WgpuPlan:
             for s, a in self.outputs:
                 b = body.blocks[s] if s in body.blocks else banked[s]
                 slots[s] = WArray(b, a.shape, a.dtype, a.strides, a.offset)
-            del banked, body
             if AHEAD:
                 # the next replay's commands, encoded while the GPU runs this one: that replay
                 # then submits at once (its bank foreseen as the other one; a miss encodes anew)
