@@ -50,15 +50,6 @@ fn neg64(x: f64) -> bool { return (bitcast<u64>(x) >> 63u) != 0lu; }
 fn copysign64(m: f64, s: f64) -> f64 {
   return bitcast<f64>((bitcast<u64>(m) & 0x7ffffffffffffffflu) | (bitcast<u64>(s) & 0x8000000000000000lu));
 }
-// a / b for finite nonzero results, then one correction from the exact residual (fma): tan on
-// the H200 lost 1e-10 of its precision in the plain division (2026-11-29)
-fn dv(a: f64, b: f64) -> f64 {
-  let y = 1.0lf / b;
-  let q = a * y;
-  if (!isfin64(q) || q == 0.0lf) { return a / b; }
-  let e = fma(-q, b, a);
-  return fma(e, y, q);
-}
 fn ldexp64(x: f64, k: i32) -> f64 { let h = k / 2; return ldexp(ldexp(x, h), k - h); }
 fn exponent64(x: f64) -> i32 {
   let b = bitcast<u64>(x);
@@ -190,6 +181,11 @@ _SIN_C = [_f(Fraction((-1) ** k, math.factorial(2 * k + 1))) for k in range(10)]
 _COS_C = [_f(Fraction((-1) ** k, math.factorial(2 * k))) for k in range(11)]
 _TWO_OVER_PI = _two_over_pi_words(40)
 _define("m_trig", ["bits64"], """
+// 0, from a value the shader compiler cannot know: a binding holds fewer than 2^30 elements (the
+// largest binding is under 4 GiB, an element at least 4 bytes); every kernel binds b0
+fn opaque_zero() -> u64 { return u64(arrayLength(&b0) >> 30u); }
+// x itself, through an xor with opaque_zero(): no folding, reassociation or contraction across it
+fn opaque64(x: f64, z: u64) -> f64 { return bitcast<f64>(bitcast<u64>(x) ^ z); }
 var<private> TWO_OVER_PI: array<u32, 40> = array<u32, 40>(%s);
 fn sin_kernel(r: f64) -> f64 { let z = r * r; return r * (%s); }
 fn cos_kernel(r: f64) -> f64 { let z = r * r; return %s; }
@@ -242,8 +238,13 @@ fn trig_reduce_big(ax: f64) -> vec2<f64> {
 fn trig_reduce(x: f64) -> vec2<f64> {
   let ax = abs(x);
   if (ax < 1647099.0lf) {
+    // each step behind a barrier: NVIDIA's driver rewrote the plain steps (r off by 5e-12 at
+    // x = 123456.789 on the H200, run 19) and exact only with them (bench/gpu_f64.py)
+    let z = opaque_zero();
     let k = round(x * 0.6366197723675814lf);
-    let r = ((x - k * 1.5707963267341256lf) - k * 6.077100506303966e-11lf) - k * 2.0222662487111665e-21lf;
+    let r1 = opaque64(x - opaque64(k * 1.5707963267341256lf, z), z);
+    let r2 = opaque64(r1 - opaque64(k * 6.077100506303966e-11lf, z), z);
+    let r = opaque64(r2 - opaque64(k * 2.0222662487111665e-21lf, z), z);
     return vec2<f64>(r, k - 4.0lf * floor(k * 0.25lf));
   }
   let rq = trig_reduce_big(ax);
@@ -275,8 +276,8 @@ fn m_tan(x: f64) -> f64 {
   let rq = trig_reduce(x);
   let s = sin_kernel(rq.x);
   let c = cos_kernel(rq.x);
-  if ((i32(rq.y) & 1) == 1) { return -dv(c, s); }
-  return dv(s, c);
+  if ((i32(rq.y) & 1) == 1) { return -c / s; }
+  return s / c;
 }
 """ % (", ".join("%du" % w for w in _TWO_OVER_PI), _horner("z", _SIN_C), _horner("z", _COS_C)))
 
