@@ -174,23 +174,17 @@ def _two_over_pi_words(n):
     return [(v >> (32 * (n - 1 - i))) & 0xFFFFFFFF for i in range(n)]
 
 
-# Reduction of x to r in [-pi/4, pi/4] and a quadrant: below 2^20 * pi/2, x - k*pi/2 in three
-# exact steps (Cody-Waite; each constant has 33 significant bits); above, Payne-Hanek: the
-# mantissa times the bits of 2/pi that matter (5 words from the table) in 32-bit limbs.
+# Reduction of x to r in [-pi/4, pi/4] and a quadrant, Payne-Hanek for every |x| > pi/4: the
+# mantissa times the bits of 2/pi that matter (7 words from the table) in 32-bit limbs.
 _SIN_C = [_f(Fraction((-1) ** k, math.factorial(2 * k + 1))) for k in range(10)]
 _COS_C = [_f(Fraction((-1) ** k, math.factorial(2 * k))) for k in range(11)]
 _TWO_OVER_PI = _two_over_pi_words(40)
 _define("m_trig", ["bits64"], """
-// 0, from a value the shader compiler cannot know: a binding holds fewer than 2^30 elements (the
-// largest binding is under 4 GiB, an element at least 4 bytes); every kernel binds b0
-fn opaque_zero() -> u64 { return u64(arrayLength(&b0) >> 30u); }
-// x itself, through an xor with opaque_zero(): no folding, reassociation or contraction across it
-fn opaque64(x: f64, z: u64) -> f64 { return bitcast<f64>(bitcast<u64>(x) ^ z); }
 var<private> TWO_OVER_PI: array<u32, 40> = array<u32, 40>(%s);
 fn sin_kernel(r: f64) -> f64 { let z = r * r; return r * (%s); }
 fn cos_kernel(r: f64) -> f64 { let z = r * r; return %s; }
 fn tpi_word(i: i32) -> u64 { if (i < 0) { return 0lu; } return u64(TWO_OVER_PI[i]); }
-// r and the quadrant (mod 4) of |x| >= 2^20: x = m 2^(E-52); y = x * 2/pi mod 4 from m times a
+// r and the quadrant (mod 4) of |x| > pi/4: x = m 2^(E-52); y = x * 2/pi mod 4 from m times a
 // window W of 7 words of 2/pi, y = P 2^-F with F in [191, 222]: the words before the window add
 // multiples of 4, the ones after less than 2^-138
 fn bits_at(p: ptr<function, array<u64, 10>>, s: i32) -> u64 {
@@ -237,16 +231,11 @@ fn trig_reduce_big(ax: f64) -> vec2<f64> {
 // (r, quadrant k mod 4) with x = k*pi/2 + r
 fn trig_reduce(x: f64) -> vec2<f64> {
   let ax = abs(x);
-  if (ax < 1647099.0lf) {
-    // each step behind a barrier: NVIDIA's driver rewrote the plain steps (r off by 5e-12 at
-    // x = 123456.789 on the H200, run 19) and exact only with them (bench/gpu_f64.py)
-    let z = opaque_zero();
-    let k = round(x * 0.6366197723675814lf);
-    let r1 = opaque64(x - opaque64(k * 1.5707963267341256lf, z), z);
-    let r2 = opaque64(r1 - opaque64(k * 6.077100506303966e-11lf, z), z);
-    let r = opaque64(r2 - opaque64(k * 2.0222662487111665e-21lf, z), z);
-    return vec2<f64>(r, k - 4.0lf * floor(k * 0.25lf));
-  }
+  // below pi/4 x is r; above, the integer reduction for every x. Float steps (x - k*pi/2 in three
+  // exact products, Cody-Waite) were rewritten by NVIDIA's driver: the H200 reduced 123456.789
+  // 5e-12 off (run 19, bench/gpu_f64.py), also behind an xor with arrayLength(&b0) >> 30 (run 20);
+  // integer steps leave a compiler nothing to reassociate
+  if (ax <= 0.7853981633974483lf) { return vec2<f64>(x, 0.0lf); }
   let rq = trig_reduce_big(ax);
   if (x < 0.0lf) { return vec2<f64>(-rq.x, 4.0lf - rq.y); }
   return rq;
