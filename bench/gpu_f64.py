@@ -10,7 +10,8 @@ and by how many ulps at most, for ember's float64 and float32 ``/`` and for four
 rounds once. Trig: for a few arguments, the reduced argument r of ``wgsl_lib``'s ``trig_reduce``
 against r computed in 80-digit decimal, ``sin``, ``cos``, ``tan`` and their relative errors, and the
 same steps behind opaque barriers (``r_barrier``, ``tan_barrier``). On the H200 (runs 18, 19 in
-``results/``) division was exact, ``fma`` rounded twice, and only the barriers made r exact.
+``results/``) division was exact, ``fma`` rounded twice, and only the barriers of a storage load made
+the float reduction exact; ember now reduces in integers (run 21: r exact).
 The last line is one JSON object.
 """
 import argparse

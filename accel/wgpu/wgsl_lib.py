@@ -633,16 +633,29 @@ for _name, _src in _FLOAT_TEMPLATES.items():
 
 # f64 -> f32 with subnormal results kept: a driver that flushes float32 subnormals (NVIDIA's does)
 # would turn f32(1e-40) into 0; the bits of a subnormal result are computed here instead
-_define("to_f32", ["bits64"], """
+_define("subnormal_units", ["bits64"], """
+// a * 2^149 (exact: a power-of-two scale) rounded half to even, in units of the smallest float32
+// subnormal; by floor and the exact fraction, not round(): lavapipe on an AVX2 host (Mesa 22.3.6)
+// gave round(1.5) = 1 here, so 1.5 subnormal steps became 1
+fn subnormal_units(a: f64) -> u32 {
+  let t = a * 7.1362384635297994e+44lf;
+  let f = floor(t);
+  let n = u32(f);
+  let r = t - f;
+  return n + select(0u, 1u, r > 0.5lf || (r == 0.5lf && (n & 1u) == 1u));
+}
+""")
+
+_define("to_f32", ["subnormal_units"], """
 fn to_f32(x: f64) -> f32 {
   let a = abs(x);
   if (a >= 1.1754943508222875e-38lf || a == 0.0lf || isnan64(x)) { return f32(x); }
-  let n = u32(round(a * 7.1362384635297994e+44lf));  // a * 2^149: units of the smallest subnormal
+  let n = subnormal_units(a);
   return bitcast<f32>(n | select(0u, 0x80000000u, neg64(x)));
 }
 """)
 
-_define("f32bits", ["bits64"], """
+_define("f32bits", ["subnormal_units"], """
 fn f32bits_to_f64(b: u32) -> f64 {
   if (((b >> 23u) & 0xffu) == 0u) {  // zero or subnormal: m * 2^-149, exactly
     let m = f64(b & 0x7fffffu) * 1.401298464324817e-45lf;
@@ -653,7 +666,7 @@ fn f32bits_to_f64(b: u32) -> f64 {
 fn to_f32_bits(x: f64) -> u32 {
   let a = abs(x);
   if (a >= 1.1754943508222875e-38lf || isnan64(x)) { return bitcast<u32>(f32(x)); }
-  let n = u32(round(a * 7.1362384635297994e+44lf));
+  let n = subnormal_units(a);
   return n | select(0u, 0x80000000u, neg64(x));
 }
 fn rnd_bf16_bits(b: u32) -> u32 {

@@ -151,6 +151,13 @@ def test_conv2d_with_bias_batch_in_lanes(isa):
         assert_close(F.conv2d(x, w, b, *args), want, *TOL[ember.float32])
 
 
+def _within_sum_rounding(actual, expected, abs_sum, factor=16):
+    def flat(v):
+        return [u for x in v for u in flat(x)] if type(v) is list else [v]
+    for i, (a, e, m) in enumerate(zip(flat(actual.tolist()), flat(expected.tolist()), flat(abs_sum.tolist()))):
+        assert abs(a - e) <= 1e-5 + factor * 2.0 ** -24 * m, (i, a, e, m)
+
+
 def test_conv_batch_in_lanes_equals_image_by_image():
     """A batch that splits into two groups of images (too large for one group's workspace) on one
     thread, and into one group per thread on two, against the same images one at a time (the
@@ -165,13 +172,17 @@ def test_conv_batch_in_lanes_equals_image_by_image():
     want_gw = rules.conv_weight_grad(one[0][0], one[0][1], ws, *args)
     for xb, gb in one[1:]:
         want_gw = want_gw + rules.conv_weight_grad(xb, gb, ws, *args)
+    bound_gw = rules.conv_weight_grad(x.abs(), g.abs(), ws, *args)
     before = ckernels.set_num_threads(1)
     try:
         for threads in (1, 2):
             ckernels.set_num_threads(threads)
             assert_close(_conv(C, x, w, *args), want_y, 2e-5, 2e-5)
             assert_close(rules.conv_input_grad(g, w, xs, *args), want_gx, 2e-5, 2e-5)
-            assert_close(rules.conv_weight_grad(x, g, ws, *args), want_gw, 1e-4, 1e-4)
+            # a sum over 37*36*36 products in another order (8 lanes with AVX2, 16 with AVX-512):
+            # within a float32 sum's rounding, 2^-24 times a small factor times the sum of
+            # |products| (a 1e-4 bound alone failed a cancelling output on an AVX2 host)
+            _within_sum_rounding(rules.conv_weight_grad(x, g, ws, *args), want_gw, bound_gw)
     finally:
         ckernels.set_num_threads(before)
 

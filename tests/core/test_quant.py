@@ -213,7 +213,9 @@ def test_quantize_with_and_without_calibration(device):
     assert_true(first.activations and first.output_scale is not None)
     assert_true(last.activations and last.output_scale is None, "the model's output is not re-quantized")
     assert_equal(first.input_scale, Q.scale_of(x))
-    assert_equal(first.output_scale, Q.scale_of(model[0](x)))
+    # the calibration runs the layer on two half batches, the check on the whole: the C kernels may
+    # block the two differently by the machine's vector width, so the scales may differ in an ulp
+    assert_close(first.output_scale, Q.scale_of(model[0](x)), rtol=2.0 ** -23, atol=0)
     assert_close(full(x), model(x), rtol=0, atol=0.05)
     only = Q.quantize(model, layers=["2"])
     assert_true(type(only[0]) is Linear and type(only[2]) is Q.QuantLinear)
