@@ -89,6 +89,9 @@ def unary_recipe(op, dtype, has_f64, has_i64):
         return Recipe(native, lambda a: "abs(%s)" % a, [], dtype)
     if op == "sign":
         return Recipe(native, lambda a: "fsign_%s(%s)" % (native, a), ["fsign_" + native], dtype)
+    if op == "round":  # not WGSL's round(): see wgsl_lib's rint
+        return Recipe(native, lambda a: "zsign_%s(rint_%s(%s), %s)" % (native, native, a, a),
+                      ["zsign_" + native, "rint_" + native], dtype)
     if op in _ROUNDING:
         return Recipe(native, lambda a: "zsign_%s(%s(%s), %s)" % (native, op, a, a), ["zsign_" + native], dtype)
     if op == "reciprocal":

@@ -623,6 +623,16 @@ fn fmin_FT(a: FT, b: FT) -> FT {
     "zsign": ("""
 fn zsign_FT(r: FT, x: FT) -> FT { return select(r, bitcast<FT>(bitcast<UT>(x) & SIGNBIT), r == FT(0)); }
 """),
+    # round half to even from floor and the exact fraction x - floor(x): WGSL's round() gave
+    # [0, 1, 2, 3] for [0.5, 1.5, 2.5, 3.5] on lavapipe on an AVX2 host (Mesa 22.3.6)
+    "rint": ("""
+fn rint_FT(x: FT) -> FT {
+  let f = floor(x);
+  let r = x - f;
+  let odd = f - FT(2) * floor(f * FT(0.5)) == FT(1);
+  return select(f, f + FT(1), r > FT(0.5) || (r == FT(0.5) && odd));
+}
+"""),
 }
 for _name, _src in _FLOAT_TEMPLATES.items():
     _define("%s_f32" % _name, ["bits32"], _src.replace("FT", "f32").replace("FB", "32").replace("UT", "u32")

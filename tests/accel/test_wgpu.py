@@ -7,6 +7,7 @@ device has. They run wherever an adapter is found (in CI: Mesa's lavapipe).
 """
 import gc
 import json
+import math
 
 import pytest
 
@@ -517,3 +518,18 @@ def test_a_staged_copy_is_dropped_by_a_later_write_or_dispatch(dev):
     b = dev.binary("add", a, a)  # recorded after the staged submit: anything may have changed
     assert dev.to_list(a) == [5.0, 6.0, 7.0, 8.0] and dev.rt._staged is None
     assert dev.to_list(b) == [10.0, 12.0, 14.0, 16.0]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_round_takes_exact_halves_to_even(dev, dtype):
+    # WGSL's round() gave [0, 1, 2, 3] here on lavapipe on an AVX2 host; Python rounds half to even
+    if dtype == "float64" and not dev.rt.has_f64:
+        pytest.skip("no shader-f64")
+    xs = [0.5, 1.5, 2.5, 3.5, -0.5, -1.5, -2.5, 4.5000001, 2.4999999, -0.4, 8388607.5, 1e300, -0.0]
+    if dtype == "float32":
+        xs = xs[:-2] + [-0.0]
+        xs = [float(np.float32(x)) for x in xs]
+    got = ember.tensor(xs, dtype=getattr(ember, dtype), device=dev).round().tolist()
+    want = [float(round(x)) if x == x else x for x in xs]
+    assert got == want
+    assert [math.copysign(1, g) for g in got] == [math.copysign(1, x) if w == 0 else math.copysign(1, w) for x, w in zip(xs, want)]
