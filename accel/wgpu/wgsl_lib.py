@@ -643,17 +643,10 @@ for _name, _src in _FLOAT_TEMPLATES.items():
 
 # f64 -> f32 with subnormal results kept: a driver that flushes float32 subnormals (NVIDIA's does)
 # would turn f32(1e-40) into 0; the bits of a subnormal result are computed here instead
-_define("subnormal_units", ["bits64"], """
+_define("subnormal_units", ["rint_f64"], """
 // a * 2^149 (exact: a power-of-two scale) rounded half to even, in units of the smallest float32
-// subnormal; by floor and the exact fraction, not round(): lavapipe on an AVX2 host (Mesa 22.3.6)
-// gave round(1.5) = 1 here, so 1.5 subnormal steps became 1
-fn subnormal_units(a: f64) -> u32 {
-  let t = a * 7.1362384635297994e+44lf;
-  let f = floor(t);
-  let n = u32(f);
-  let r = t - f;
-  return n + select(0u, 1u, r > 0.5lf || (r == 0.5lf && (n & 1u) == 1u));
-}
+// subnormal (rint, not WGSL's round(): see rint)
+fn subnormal_units(a: f64) -> u32 { return u32(rint_f64(a * 7.1362384635297994e+44lf)); }
 """)
 
 _define("to_f32", ["subnormal_units"], """
