@@ -73,3 +73,15 @@ int emb_reduce_dims(int op, int dtype, int nd, uintptr_t shape, uintptr_t reduce
    rets[i] is the status its recording returned (0 for a void kernel). Returns -1 when every call
    gave its recorded status, else the index of the first that did not (later calls did not run). */
 int64_t emb_run_plan(int64_t n, uintptr_t kinds, uintptr_t offs, uintptr_t args, uintptr_t rets);
+
+/* wgpu_encode.c: wgpu-native's compute-pass calls from C (accel/wgpu/runtime.py). emb_wgpu_use takes
+   the addresses of wgpuComputePassEncoderSetPipeline, ...SetBindGroup and ...DispatchWorkgroups.
+   emb_wgpu_dispatch takes wgpu-py's handles: it sets the pipeline unless that is NULL (the one set
+   before stays), then bind group 0 at the dynamic offset, and dispatches. emb_wgpu_encode does that
+   for n steps of 6 uint64 words (pipeline, group addresses, offset, gx, gy, gz), setting a pipeline
+   only when it changes. Each returns 0, or -1 before emb_wgpu_use or for a null handle (nothing
+   recorded from that step on). */
+void emb_wgpu_use(uintptr_t set_pipeline_addr, uintptr_t set_bind_group_addr, uintptr_t dispatch_addr);
+int emb_wgpu_dispatch(void *pass, void *pipeline, void *group, uint32_t offset, uint32_t gx, uint32_t gy,
+                      uint32_t gz);
+int emb_wgpu_encode(void *pass, int64_t n, uintptr_t steps);

@@ -45,7 +45,7 @@ def _options():
     machine = _target_machine()
     msvc = sys.platform == "win32"
     x86_64 = machine in ("x86_64", "amd64") and not msvc
-    sources = ["dispatch.c", "isa_base.c", "quant.c", "k_random.c", "k_optim.c", "plan.c"]
+    sources = ["dispatch.c", "isa_base.c", "quant.c", "k_random.c", "k_optim.c", "plan.c", "wgpu_encode.c"]
     macros = []
     if x86_64:
         sources += ["isa_avx2.c", "isa_avx512.c"]

@@ -15,6 +15,7 @@ the next replay, when its state bank is the one foreseen, then submits them at o
 input copies, and otherwise encodes its own.
 """
 import sys
+from array import array
 
 from ember.accel.wgpu import index as _index
 from ember.accel.wgpu import runtime as _runtime
@@ -191,6 +192,22 @@ class _Body:
         self.key, self.buffer, self.blocks, self.table, self.parts = key, buffer, blocks, table, parts
 
 
+class _Steps(list):
+    """A replay's dispatches as (pipeline, bind group, parameter offset, gx, gy, gz), and ``words``:
+    the same as uint64 words, handles as addresses, for the C encoder (ext_c/wgpu_encode.c); None
+    without it. The list holds the handles' objects alive while the words name them."""
+
+    __slots__ = ("words",)
+
+    def __init__(self, steps):
+        list.__init__(self, steps)
+        self.words = None
+        if _runtime._C is not None:
+            addr = _runtime.address
+            self.words = array("Q", [w for pipe, bg, offset, gx, gy, gz in steps
+                                     for w in (addr(pipe), addr(bg), offset, gx, gy, gz)])
+
+
 class _Bank:
     """One of the two sets of blocks a step's new state takes turns in: a replay in bank k reads the
     state from the other bank's blocks and writes its own, so no state is copied in or out."""
@@ -331,7 +348,7 @@ class WgpuPlan:
             else:
                 gx, gy, gz = groups
             steps.append((entry[0], bg, k * _runtime.PARAM_BYTES, gx, gy, gz))
-        return steps
+        return _Steps(steps)
 
     def run_host(self):
         plan = self.plan
@@ -384,7 +401,10 @@ class WgpuPlan:
                 submit(enc.finish())
                 enc = rt.device.create_command_encoder()
             cp = enc.begin_compute_pass()
-            if rt._offset is not None:
+            if steps.words is not None and rt.c_dispatch is not None:  # one C call for the part
+                if z > a and _runtime._C.emb_wgpu_encode(cp._internal, z - a, steps.words.buffer_info()[0] + 48 * a):
+                    raise RuntimeError("wgpu: the C encoder refused a replay's dispatches")
+            elif rt._offset is not None:
                 ci = cp._internal
                 off = rt._offset
                 last = None

@@ -29,6 +29,32 @@ try:  # the raw C entry points: a third of the cost of wgpu-py's checked wrapper
 except (ImportError, AttributeError):  # another wgpu-py layout: the public API
     _ffi = _native = COPY = None
 
+
+def _c_encoder():
+    """ember._ckernels with its wgpu entry points aimed at wgpu-native's (ext_c/wgpu_encode.c): one
+    compiled call per dispatch instead of two or three through libffi. None without the C kernels
+    (a pure install, an older build), the raw entry points, or with EMBER_WGPU_C_ENCODE=0."""
+    if _ffi is None or os.environ.get("EMBER_WGPU_C_ENCODE", "1") == "0":
+        return None
+    try:
+        from ember.backends.cpu import ckernels
+        lib = ckernels.native()[0]
+        use = lib.emb_wgpu_use
+    except (ImportError, AttributeError):
+        return None
+    addr = _ffi.cast
+    use(int(addr("uintptr_t", _SET_PIPELINE)), int(addr("uintptr_t", _SET_BIND_GROUP)),
+        int(addr("uintptr_t", _DISPATCH)))
+    return lib
+
+
+_C = _c_encoder()
+
+
+def address(obj):
+    """The address of a wgpu-py object's native handle (a pipeline, a bind group), as an int."""
+    return int(_ffi.cast("uintptr_t", obj._internal))
+
 PARAM_BYTES = 256  # one dispatch's parameter block: 64 u32 words
 PARAM_WORDS = PARAM_BYTES // 4
 PARAM_CAPACITY = 1 << 22  # parameter bytes per submit: 16384 dispatches
@@ -185,7 +211,8 @@ class Runtime:
         self._pass_handle = None  # the open pass's C handle, for the raw entry points
         self._timed = False  # whether the open pass writes timestamps
         self._pipeline = None
-        self._keep = []  # bind groups the open pass uses
+        # bind groups dropped from the cache while a batch was open: the batch may use them
+        self._keep = []
         # statistics: how the work was batched
         self._submitted = 0  # dispatches in the batches already submitted
         self.submits = 0
@@ -203,6 +230,7 @@ class Runtime:
         self.trusted = (_native is not None and hasattr(_lib, "wgpuDeviceCreateShaderModuleTrusted")
                         and os.environ.get("EMBER_WGPU_CHECKED", "0") in ("0", ""))
         self._offset = _ffi.new("uint32_t[1]") if _ffi is not None else None
+        self.c_dispatch = _C.emb_wgpu_dispatch if _C is not None else None  # None: the libffi calls
         self.timer = None  # a timing.PassTimer while start_timing is in effect
         self._stage_buf = None  # the mappable buffer ``stage`` copies into
         self._staged = None  # (ranges, submit count, bytes or None): what a read may take as it is
@@ -224,7 +252,9 @@ class Runtime:
     def forget(self, buf):
         """Drop the cached bind groups that name ``buf`` (it is about to be destroyed)."""
         for key in [k for k in self._bind_groups if buf in k]:
-            del self._bind_groups[key]
+            bg = self._bind_groups.pop(key)
+            if self._pass is not None:
+                self._keep.append(bg)
 
     # -- pipelines -----------------------------------------------------------------------------
     def layouts(self, n, readonly=0):
@@ -307,7 +337,6 @@ class Runtime:
             bg = self._bind_groups.get(key)
             if bg is None:
                 bg = self._bind_group(len(buffers), buffers, key, readonly)
-            self._keep.append(bg)
             if type(groups) is int:
                 gx, gy, gz = groups, 1, 1
                 if groups > self.max_groups:
@@ -316,8 +345,16 @@ class Runtime:
             else:
                 gx, gy, gz = groups
             pipe = entry[0]
-            dyn = self._offset
-            if dyn is not None:
+            cd = self.c_dispatch
+            if cd is not None:
+                set_pipe = _ffi.NULL  # the pass keeps the pipeline it has
+                if self._pipeline is not pipe:
+                    self._pipeline = pipe
+                    set_pipe = pipe._internal
+                if cd(self._pass_handle, set_pipe, bg._internal, offset, gx, gy, gz):
+                    raise RuntimeError("wgpu: the C encoder refused a dispatch (not set up, or a null handle)")
+            elif self._offset is not None:
+                dyn = self._offset
                 ci = self._pass_handle
                 if self._pipeline is not pipe:
                     _SET_PIPELINE(ci, pipe._internal)
@@ -351,7 +388,8 @@ class Runtime:
 
     def _bind_group(self, n, buffers, key, readonly=0):
         if len(self._bind_groups) >= _MAX_BIND_GROUPS:
-            self._bind_groups.clear()  # the open pass keeps the ones it uses alive (_keep)
+            self._keep.extend(self._bind_groups.values())  # the open pass may use them
+            self._bind_groups.clear()
         entries = [{"binding": 0, "resource": {"buffer": self.params, "offset": 0, "size": PARAM_BYTES}}]
         for i, b in enumerate(buffers):
             entries.append({"binding": i + 1, "resource": {"buffer": b.gpu, "offset": 0, "size": b.size}})
