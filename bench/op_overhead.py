@@ -13,6 +13,9 @@
   1; ``*_calls``: the Python functions it calls in all (``sys.setprofile``); ``*_endpoint_depth``:
   the frame depth of the call that ends the frontend's work (the inner device's ``binary`` under
   Autodiff, ``Runtime.dispatch`` on Wgpu).
+- ``wgpu_dispatch_libffi_us``: where the C encoder is in use (``ext_c/wgpu_encode.c``,
+  ``wgpu_c_encoder``), the same op with the dispatch made by the libffi calls instead, in the same
+  rounds.
 
 Rounds interleave the implementations; a figure is the median over rounds of the wall time, and
 ``*_cpu_us`` the median of the thread's CPU time (``time.thread_time``), which leaves out the
@@ -151,13 +154,24 @@ def measure(rounds=9, target_s=0.1, wgpu=True):
             wdev.synchronize()  # untimed: the batch starts on an empty queue
 
         cells["wgpu"] = (wsetup, lambda n: _add_loop(w1, w2, n), wsetup, WGPU_BATCH)
+        c_dispatch = rt.c_dispatch
+        if c_dispatch is not None:  # the same op through the libffi calls, in the same rounds
+            def ffi_setup():
+                wsetup()
+                rt.c_dispatch = None
+
+            def ffi_teardown():
+                wsetup()
+                rt.c_dispatch = c_dispatch
+            cells["wgpu_libffi"] = (ffi_setup, lambda n: _add_loop(w1, w2, n), ffi_teardown, WGPU_BATCH)
     try:
         med, cpu_med, spread = _rounds(cells, rounds, target_s)
     finally:
         if wdev is not None:
             rt.auto_flush = flush
     out["spread"] = {}
-    for name, key in (("cpu", "cpu_add16_us"), ("autodiff", "autodiff_add16_us"), ("wgpu", "wgpu_dispatch_us")):
+    for name, key in (("cpu", "cpu_add16_us"), ("autodiff", "autodiff_add16_us"), ("wgpu", "wgpu_dispatch_us"),
+                      ("wgpu_libffi", "wgpu_dispatch_libffi_us")):
         if name in med:
             out[key] = med[name] * 1e6
             out[key[:-3] + "_cpu_us"] = cpu_med[name] * 1e6
@@ -171,6 +185,7 @@ def measure(rounds=9, target_s=0.1, wgpu=True):
         _depths(out, "wgpu", w1, w2, Runtime.dispatch.__code__)
         wdev.synchronize()
         out["wgpu_adapter"] = wdev.adapter
+        out["wgpu_c_encoder"] = rt.c_dispatch is not None
     else:
         out["wgpu_dispatch_us"] = out["wgpu_dispatch_cpu_us"] = None
     return out
@@ -202,8 +217,13 @@ def report(out):
         lines.append("  wgpu_dispatch_us = %.2f [%.2f-%.2f], CPU %.2f  (a + b on 256 float32 queued, no read; %s)"
                      % ((out["wgpu_dispatch_us"],) + tuple(sp["wgpu_dispatch_us"]) +
                         (out["wgpu_dispatch_cpu_us"], _goal("wgpu_dispatch_us", out))))
-        lines.append("    on %s; call depth %d, %d Python calls, Runtime.dispatch at depth %s"
-                     % (out["wgpu_adapter"], out["wgpu_depth"], out["wgpu_calls"], out["wgpu_endpoint_depth"]))
+        lines.append("    on %s; call depth %d, %d Python calls, Runtime.dispatch at depth %s; %s"
+                     % (out["wgpu_adapter"], out["wgpu_depth"], out["wgpu_calls"], out["wgpu_endpoint_depth"],
+                        "through the C encoder" if out["wgpu_c_encoder"] else "through libffi calls (no C encoder)"))
+        if "wgpu_dispatch_libffi_us" in out:
+            lines.append("  wgpu_dispatch_libffi_us = %.2f [%.2f-%.2f], CPU %.2f  (the same through the libffi calls, "
+                         "rounds interleaved)" % ((out["wgpu_dispatch_libffi_us"],) + tuple(sp["wgpu_dispatch_libffi_us"]) +
+                                                   (out["wgpu_dispatch_libffi_cpu_us"],)))
     return lines
 
 
