@@ -482,6 +482,24 @@ class Wgpu(Backend):
         """The primitive ``binary``: one generated WGSL kernel reading any strides (a Python scalar as a parameter)."""
         refs_a, refs_b = sys.getrefcount(a), sys.getrefcount(b)
         ta, tb = type(a) is WArray, type(b) is WArray
+        if (ta and tb and refs_a > _TEMP_REFS and refs_b > _TEMP_REFS and a.strides is None and b.strides is None
+                and not (a.offset or b.offset or a.block.offset or b.block.offset) and a.shape == b.shape):
+            # the commonest op, kept short (a model's x + y): two contiguous arrays no one lends
+            # their block, a kernel already built, fewer elements than vec4 takes; else _map below
+            plan = self._plans.get((op, a.dtype, 0))
+            if plan is not None:
+                key, rec, _, itemsize = plan
+                shape = a.shape
+                n = shape[0] if len(shape) == 1 else numel(shape)
+                entry = self.rt._pipelines.get(key)
+                if entry is not None and 0 < n < VEC4_MIN:
+                    block = self.mem.alloc(n * itemsize)
+                    if not block.offset:
+                        words = _PLAIN_WORDS[2][:]
+                        words[0] = words[4] = n
+                        self.rt.dispatch(entry, (a.block.buffer, b.block.buffer, block.buffer), words, (n + 255) >> 8)
+                        return WArray(block, shape, rec.out)
+                    return self._map(key, plan[2], (a, b), None, WArray(block, shape, rec.out))
         x = a if ta else b
         mode = 0 if ta and tb else (1 if ta else 2)
         plan = self._plans.get((op, x.dtype, mode))

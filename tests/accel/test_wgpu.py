@@ -298,6 +298,23 @@ def test_elementwise_reads_blocks_at_any_offset_of_a_page():
     assert [v.tolist() for v in keep] == [[0.0] * k for k in (1, 7, 65)]
 
 
+def test_binary_short_path_hands_an_output_inside_a_page_to_map(dev):
+    """``Wgpu.binary``'s short path (two contiguous arrays at offset 0, fewer elements than vec4
+    takes) writes a block of its own; an output block that starts inside a page (the ``pages``
+    pool) goes to ``_map``, which adds its offset. numpy's values either way, inputs untouched."""
+    from ember.accel.wgpu import Wgpu
+    x = np.linspace(-3, 3, 300).astype(np.float32)
+    for d in (dev, Wgpu(memory="pages", page_size=4 << 20)):
+        a = _t(x, d)
+        assert a._data.block.offset == 0 and a._data.strides is None
+        y = a + a
+        z = y * a
+        assert (y._data.block.offset > 0) == (d is not dev)
+        assert np.array_equal(np.array(y.tolist(), dtype=np.float32), x + x)
+        assert np.array_equal(np.array(z.tolist(), dtype=np.float32), (x + x) * x)
+        assert np.array_equal(np.array(a.tolist(), dtype=np.float32), x)
+
+
 def test_dispatch_copies_array_words_as_it_packs_a_list(dev):
     """``Runtime.dispatch`` takes a parameter block as a list (packed) or an ``array("I")``
     (copied): both leave the same bytes for the kernel."""
