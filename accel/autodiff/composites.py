@@ -162,39 +162,59 @@ def cross_entropy_backward(g, out, x, target, weight=None, ignore_index=-100, re
                            label_smoothing=0.0):
     """d/dx of -sum_c a_c log softmax(x)_c is (sum_c a_c) softmax(x) - a, where ``a`` is each
     sample's target distribution scaled by the class weights and the label smoothing."""
+    if target.dtype.kind != "f":
+        return (cross_entropy_input_grad(g, x, target, weight, ignore_index, reduction, label_smoothing), None)
     cdim = 1 if len(x.shape) > 1 else 0
     c = x.shape[cdim]
     logp = F.log_softmax(x, cdim)
-    wvec = weight.reshape((c,) + (1,) * (len(x.shape) - cdim - 1)) if weight is not None else None
+    wvec = _class_vector(weight, x, cdim)
     eps = label_smoothing
-    if target.dtype.kind == "f":  # class probabilities: the mean is over the loss's elements
-        a = target * (1 - eps) + eps / c if eps else target
-        if wvec is not None:
-            a = a * wvec
-        count = max(x.numel() // c, 1)
-    else:
-        keep = target != ignore_index
-        safe = target.where(keep, 0)
-        w = keep.to(x.dtype)
-        if weight is not None:
-            w = w * weight.index_select(0, safe.reshape(-1)).reshape(target.shape)
-        zeros = ember.zeros(x.shape, dtype=x.dtype, device=x.device)
-        a = zeros.scatter(cdim, safe.unsqueeze(cdim), (w * (1 - eps)).unsqueeze(cdim))
-        if eps:
-            spread = keep.to(x.dtype).unsqueeze(cdim) * (eps / c)
-            a = a + (spread * wvec if wvec is not None else spread)
-        count = w.sum()  # the mean divides by the total weight of the kept targets
-    if reduction == "none":
-        scale = g.unsqueeze(cdim)
-    elif reduction == "sum":
-        scale = g
-    else:
-        scale = g / count
+    a = target * (1 - eps) + eps / c if eps else target  # class probabilities
+    if wvec is not None:
+        a = a * wvec
+    scale = _loss_scale(g, reduction, cdim, max(x.numel() // c, 1))  # the mean is over the loss's elements
     gx = (a.sum(cdim, keepdim=True) * logp.exp() - a) * scale
-    if target.dtype.kind != "f":
-        return (gx, None)
     gt = -logp * (1 - eps) * scale
     return (gx, gt * wvec if wvec is not None else gt)
+
+
+@composite.composite
+def cross_entropy_input_grad(g, x, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """The gradient for the logits ``x`` of ``cross_entropy(x, target, ...)`` with class indices
+    ``target``, given the loss's ``g``. A backend replaces it through the override hook (the Torch
+    device: torch's own two kernels, ``accel/torch/loss.py``)."""
+    cdim = 1 if len(x.shape) > 1 else 0
+    c = x.shape[cdim]
+    logp = F.log_softmax(x, cdim)
+    wvec = _class_vector(weight, x, cdim)
+    eps = label_smoothing
+    keep = target != ignore_index
+    safe = target.where(keep, 0)
+    w = keep.to(x.dtype)
+    if weight is not None:
+        w = w * weight.index_select(0, safe.reshape(-1)).reshape(target.shape)
+    zeros = ember.zeros(x.shape, dtype=x.dtype, device=x.device)
+    a = zeros.scatter(cdim, safe.unsqueeze(cdim), (w * (1 - eps)).unsqueeze(cdim))
+    if eps:
+        spread = keep.to(x.dtype).unsqueeze(cdim) * (eps / c)
+        a = a + (spread * wvec if wvec is not None else spread)
+    scale = _loss_scale(g, reduction, cdim, w.sum())  # the mean divides by the kept targets' total weight
+    return (a.sum(cdim, keepdim=True) * logp.exp() - a) * scale
+
+
+def _class_vector(weight, x, cdim):
+    """The class weights shaped to broadcast along the class dim of ``x``, or None."""
+    if weight is None:
+        return None
+    return weight.reshape((x.shape[cdim],) + (1,) * (len(x.shape) - cdim - 1))
+
+
+def _loss_scale(g, reduction, cdim, count):
+    if reduction == "none":
+        return g.unsqueeze(cdim)
+    if reduction == "sum":
+        return g
+    return g / count
 
 
 def bce_with_logits_backward(g, out, x, t, weight=None, reduction="mean", pos_weight=None):

@@ -16,8 +16,10 @@ replay runs no template walk, no frontend, no autodiff: only the torch calls the
   holders get those buffers: the state is updated in place, and the next replay copies nothing for
   it. Results are cloned after the replay (the graph's own memory is overwritten by the next one).
   Warm-up runs three times on a side stream first, as PyTorch's docs require.
-  On CUDA ``gather``/``scatter`` check their indices with a sync, which a graph cannot hold: inside
-  the graph a bad index is clamped and raises a flag on the device; the write-back keeps the old
+  On CUDA the Torch device checks indices (``gather``, ``scatter``, a loss's class indices) with
+  a sync, which a graph cannot hold: while the graph is taken, ``movement.check_index`` and
+  ``check_classes`` are replaced by checks that clamp the indices and raise a flag on the device
+  (a target checked by both a loss and its gradient is checked once); the write-back keeps the old
   state when the flag is up, and the replay reads the flag (one sync) and, if up, raises
   ``ReplayError`` so that the step reruns eagerly and raises its own IndexOutOfRange.
 """
@@ -68,8 +70,13 @@ def _closure(fn, e, base):
     return call
 
 
-def _run_host(plan, slots, put):
-    """The step's hooks and feeds, in order; ``put(slot, array)`` stores a feed's new array."""
+_UNSET = object()
+
+
+def _run_host(plan, slots, put, last=None):
+    """The step's hooks and feeds, in order; ``put(slot, array)`` stores a feed's new array. With
+    ``last`` ({slot: values}), a feed whose values are those it was given last time is skipped
+    (its buffer still holds them: no upload)."""
     base = plan.base
     for kind, x in plan.host:
         if kind == "hook":
@@ -77,6 +84,10 @@ def _run_host(plan, slots, put):
         else:
             fn, shape, dtype = plan.feeds[x]
             v = fn()
+            if last is not None:
+                if last.get(x, _UNSET) == v:
+                    continue
+                last[x] = v
             if type(v) in (list, tuple):
                 put(x, base.from_list(list(v), shape, dtype))
             else:
@@ -104,10 +115,6 @@ class TorchPlan:
         return slots
 
 
-def _no_check(*args):
-    return None
-
-
 class CudaGraphPlan:
     """The plan's kernel launches as one CUDA graph over static buffers (see the module doc)."""
 
@@ -130,9 +137,9 @@ class CudaGraphPlan:
                 self.static[i] = a.contiguous().clone()
         self.layouts = [(arrays[i].shape, arrays[i].dtype) for i in self.inputs]
         self.feeds = {x: plan.template[x].clone() for x in plan.feeds}
+        self._fed = {}  # feed slot -> the values its buffer holds (a replay uploads only changes)
         self.draws = []  # (random, args, static buffer), in the step's order
         calls = []
-        self.flag = None
         for fn, e in plan.calls:
             if e.name == "random" and e.kind == "primitive":
                 out = arrays[e.out.i]
@@ -142,11 +149,6 @@ class CudaGraphPlan:
                 self.draws.append((fn, e.args, buf))
                 calls.append(self._const(e.out.i, buf))
                 continue
-            if e.kind == "primitive" and e.name in ("gather", "scatter"):
-                if self.flag is None:
-                    self.flag = torch.zeros((), dtype=torch.bool, device=self.device)
-                calls.append(self._checked(fn, e))
-                continue
             calls.append(_closure(fn, e, base))
         self.calls = calls
         self.names = [e.name for _, e in plan.calls]
@@ -155,12 +157,17 @@ class CudaGraphPlan:
         written = {i for i, _ in self.state_in}
         self.results = [o for o in plan.outputs if o not in {o2 for _, o2 in self.state_in}]
         self.written_ptrs = {self.static[i].untyped_storage().data_ptr() for i in written}
-        # warm-up on a side stream, then the capture (index checks are the graph's own: see _checked)
-        saved = _mv.check_index
-        _mv.check_index = _no_check
+        self.flag = torch.zeros((), dtype=torch.bool, device=self.device)  # None once no check is seen
+        self._checks = 0
+        self._classes = {}
+        # warm-up on a side stream, then the capture, with the index checks the graph's own
+        saved = _mv.check_index, _mv.check_classes
+        _mv.check_index, _mv.check_classes = self._check_index, self._check_classes
         try:
             with torch.cuda.device(self.device):
                 self._no_sync()
+                if not self._checks:
+                    self.flag = None
                 side = torch.cuda.Stream()
                 side.wait_stream(torch.cuda.current_stream())
                 with torch.cuda.stream(side):
@@ -176,11 +183,13 @@ class CudaGraphPlan:
         except Exception as e:
             raise ReplayError("the step cannot be taken as a CUDA graph: %s: %s" % (type(e).__name__, str(e)[:300]))
         finally:
-            _mv.check_index = saved
+            _mv.check_index, _mv.check_classes = saved
+        self._classes = {}
 
     def _no_sync(self):
         """One run with torch's sync check on: an entry that waits for the GPU (a host read, a
         boolean mask) cannot be captured; it is named, and no capture is tried."""
+        self._classes = {}
         slots = list(self.plan.template)
         for d in (self.static, self.feeds):
             for i, v in d.items():
@@ -204,24 +213,28 @@ class CudaGraphPlan:
             slots[i] = buf
         return call
 
-    def _checked(self, fn, e):
-        """gather/scatter with the index clamped in the graph and a bad one raising ``self.flag``."""
-        args = e.args
-        o = e.out.i
-        flag = self.flag
-        x_i, dim, idx_i = args[0].i, args[1], args[2].i
-        rest = args[3:]
+    def _check_index(self, index, n, dim, op):
+        """``movement.check_index`` inside the graph: bad indices raise the flag and are clamped."""
+        self._checks += 1
+        self.flag.logical_or_(((index < 0) | (index >= n)).any())
+        return index.clamp(0, max(n - 1, 0))
 
-        def call(slots):
-            x, index = slots[x_i], slots[idx_i]
-            n = x.shape[dim]
-            flag.logical_or_(((index < 0) | (index >= n)).any())
-            index = index.clamp(0, max(n - 1, 0))
-            more = [slots[a.i] if type(a) is Slot else a for a in rest]
-            slots[o] = fn(x, dim, index, *more)
-        return call
+    def _check_classes(self, target, c, ignore_index, op):
+        """``movement.check_classes`` inside the graph, once per target tensor and body run."""
+        hit = self._classes.get(id(target))
+        if hit is not None and hit[0] is target and hit[1] == (c, ignore_index):
+            return hit[2]
+        self._checks += 1
+        keep = target != ignore_index
+        safe = torch.where(keep, target, 0)
+        clamped = safe.clamp(0, max(c - 1, 0))
+        self.flag.logical_or_((clamped != safe).any())
+        out = torch.where(keep, clamped, target)
+        self._classes[id(target)] = (target, (c, ignore_index), out)  # holds target: its id stays its own
+        return out
 
     def _body(self):
+        self._classes = {}
         slots = list(self.plan.template)
         for i, s in self.static.items():
             slots[i] = s
@@ -258,7 +271,7 @@ class CudaGraphPlan:
                 s.copy_(a)
         if host:
             feeds = self.feeds
-            _run_host(self.plan, None, lambda x, a: feeds[x].copy_(a))
+            _run_host(self.plan, None, lambda x, a: feeds[x].copy_(a), self._fed)
         for random, args, buf in self.draws:  # ember's stream, drawn again: fresh numbers each replay
             buf.copy_(random(*args))
         self.graph.replay()

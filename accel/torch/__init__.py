@@ -10,5 +10,7 @@ from .device import Torch
 from .interop import from_torch, to_torch
 from . import grads as _grads  # noqa: E402, F401  (registers the conv and pool gradients)
 from . import fused as _fused  # noqa: E402, F401  (registers torch kernels for linear, relu, softmax)
+from . import loss as _loss  # noqa: E402, F401  (registers torch's cross entropy, forward and backward)
+from . import optim as _optim  # noqa: E402, F401  (registers the multi-tensor optimizer updates)
 
 __all__ = ["Torch", "from_torch", "to_torch"]

@@ -1,4 +1,4 @@
-"""The fused optimizer updates (accel/optim/updates.py; C Cpu, NumPy, Wgpu) against the op-by-op
+"""The fused optimizer updates (accel/optim/updates.py; C Cpu, NumPy, Wgpu, Torch) against the op-by-op
 formulas, bit for bit.
 
 The reference is the pure-Python Cpu running the composites' bodies, which are checked in turn
@@ -23,7 +23,7 @@ from ember.nn.module import Param
 from harness import backends
 
 REF = ember.Cpu(kernels="python")
-FAST = [(n, d) for n, d in backends.plain() if n in ("cpu-c", "numpy", "wgpu")]
+FAST = [(n, d) for n, d in backends.plain() if n in ("cpu-c", "numpy", "wgpu", "torch")]
 FAST_IDS = [n for n, _ in FAST]
 SHAPES = [(3, 4), (5,), ()]
 STEPS = 4

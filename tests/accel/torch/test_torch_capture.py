@@ -136,6 +136,21 @@ def test_adam_with_a_changing_learning_rate(where):
     assert step.lowering == "lowered"
 
 
+@pytest.mark.parametrize("where", WHERE)
+def test_sgd_learning_rate_held_then_changed(where):
+    # a CUDA graph uploads the hyperparameters only when they change: a held rate, then a new one
+    dev = Autodiff(Torch(where))
+    (m, o), (m2, o2) = _pair(dev, momentum=0.5)
+    x, y = _data(dev, 6)
+    step = compile(_step)
+    for i in range(9):
+        lr = 0.1 if i < 5 else 0.02 if i < 7 else 0.1
+        o.lr = o2.lr = lr
+        assert step(m, o, x, y).tolist() == _step(m2, o2, x, y).tolist(), i
+        assert _weights(m) == _weights(m2), i
+    assert step.stats["replayed"] >= 6 and step.lowering == "lowered"
+
+
 def _dropout_step(model, opt, x, y, g):
     h = F.dropout(F.relu(model.fc1(x)), 0.5, training=True, generator=g)
     loss = F.cross_entropy(model.fc2(h), y)

@@ -1,12 +1,13 @@
-"""The Torch device's fused linear, relu, softmax and log_softmax against the composites' bodies,
-and the composites' own errors where the fused path steps aside."""
+"""The Torch device's fused linear, relu, softmax, log_softmax and cross entropy (forward and its
+input gradient) against the composites' bodies, and the composites' own errors where the fused
+path steps aside."""
 import pytest
 
 import ember
 import ember.nn.functional as F
 from ember.accel import Autodiff, Torch
 from ember.composite import COMPOSITES
-from ember.errors import ShapeError
+from ember.errors import IndexOutOfRange, ShapeError
 from harness.check import assert_close
 
 TOL = {ember.float32: 1e-6, ember.float64: 1e-12, ember.bfloat16: 1e-2, ember.float16: 2e-3}
@@ -49,3 +50,87 @@ def test_what_the_fused_path_cannot_take_gets_the_composites_error():
     with pytest.raises(ShapeError, match="linear: expected bias of shape \\(3,\\)"):
         F.linear(x, ember.ones(3, 4, device=Torch()), ember.ones(4, device=Torch()))
     assert F.linear(x, ember.ones(3, 4, device=Torch()).double()).dtype is ember.float64  # promotion, as the composite
+
+
+CE_CASES = [dict(), dict(reduction="sum"), dict(reduction="none"), dict(ignore_index=2),
+            dict(ignore_index=0, reduction="sum"), dict(weight=True), dict(weight=True, ignore_index=1)]
+
+
+@pytest.fixture
+def ce_bodies(monkeypatch):
+    """Counts of the cross entropy composites' bodies run (the op-by-op path), by name."""
+    import ember.accel.autodiff.composites  # noqa: F401  (registers cross_entropy_input_grad)
+    import ember.nn.functional.loss  # noqa: F401  (ember.nn.functional loads its parts on first use)
+    calls = {"cross_entropy": 0, "cross_entropy_input_grad": 0}
+    for name in calls:
+        body = COMPOSITES[name]
+
+        def counted(*args, _body=body, _name=name, **kwargs):
+            calls[_name] += 1
+            return _body(*args, **kwargs)
+        monkeypatch.setitem(COMPOSITES, name, counted)
+    return calls
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+@pytest.mark.parametrize("case", CE_CASES, ids=[",".join("%s=%s" % kv for kv in sorted(c.items())) or "default"
+                                                for c in CE_CASES])
+def test_cross_entropy_and_its_gradient_match_the_composites(dtype, case, ce_bodies):
+    from ember.accel.autodiff import composites as ad_composites
+    ember.seed(5)
+    kw = dict(case)
+    x = (ember.randn(7, 4, device=Torch()) * 3).to(dtype)
+    y = ember.tensor([0, 3, 2, 1, 2, 0, 3], device=Torch())
+    if kw.get("weight"):
+        kw["weight"] = ember.tensor([0.5, 2.0, 1.0, 0.25], device=Torch()).to(dtype)
+    g = ember.tensor(1.5, device=Torch()).to(dtype) if kw.get("reduction") != "none" else \
+        ember.arange(7, device=Torch()).to(dtype) / 3
+    got = (F.cross_entropy(x, y, **kw), ad_composites.cross_entropy_input_grad(g, x, y, **kw))
+    assert ce_bodies == {"cross_entropy": 0, "cross_entropy_input_grad": 0}  # the fused paths ran
+    want = (COMPOSITES["cross_entropy"](x, y, **kw), COMPOSITES["cross_entropy_input_grad"](g, x, y, **kw))
+    tol = TOL[dtype] * 4
+    for name, a, b in zip(("loss", "input grad"), got, want):
+        assert a.dtype is b.dtype and a.shape == b.shape and a.device == Torch(), name
+        assert_close(a, b.tolist(), rtol=tol, atol=tol, msg=name)
+
+
+def test_cross_entropy_gradient_under_autodiff_matches_the_cpu(ce_bodies):
+    ember.seed(6)
+    vals = [ember.randn(5, 3), ember.tensor([2, -100, 0, 1, 2]), ember.tensor([1.0, 0.5, 3.0])]
+    grads = []
+    for dev in (Autodiff(ember.Cpu()), Autodiff(Torch())):
+        x = vals[0].to(dev).requires_grad_()
+        loss = F.cross_entropy(x, vals[1].to(dev), weight=vals[2].to(dev))
+        grads.append((loss.tolist(), x.grad(loss.backward()).tolist()))
+    assert ce_bodies["cross_entropy_input_grad"] == 1  # the Cpu's; Torch's gradient took the fused path
+    assert_close(grads[1][0], grads[0][0], rtol=1e-6, atol=1e-6)
+    assert_close(grads[1][1], grads[0][1], rtol=1e-5, atol=1e-6)
+
+
+def test_cross_entropy_all_targets_ignored_gives_nan_as_the_composite():
+    x = ember.ones(3, 4, device=Torch())
+    y = ember.full((3,), -100, dtype=ember.int64, device=Torch())
+    got, want = F.cross_entropy(x, y).item(), COMPOSITES["cross_entropy"](x, y).item()
+    assert got != got and want != want
+
+
+def test_cross_entropy_bad_class_index_raises_the_composites_error():
+    x = ember.ones(3, 4, device=Torch())
+    for fn in (F.cross_entropy, COMPOSITES["cross_entropy"]):
+        with pytest.raises(IndexOutOfRange, match=r"cross_entropy: class indices must be in \[0, 4\) "
+                                                  r"\(or ignore_index\), found 0\.\.4"):
+            fn(x, ember.tensor([0, 4, -100], device=Torch()))
+        with pytest.raises(IndexOutOfRange, match=r"found -1\.\.2"):
+            fn(x, ember.tensor([-1, 2, 2], device=Torch()))
+
+
+def test_cross_entropy_cases_the_fused_path_leaves_to_the_composite(ce_bodies):
+    ember.seed(7)
+    x = ember.randn(2, 3, 4, device=Torch())
+    F.cross_entropy(x, ember.tensor([[0, 1, 2, 1], [2, 2, 0, 1]], device=Torch()))  # (N, C, d)
+    F.cross_entropy(x[:, :, 0], ember.tensor([0, 2], device=Torch()), label_smoothing=0.1)
+    F.cross_entropy(x[:, :, 0], ember.tensor([0, 2], dtype=ember.int32, device=Torch()))
+    F.cross_entropy(x[:, :, 0], F.softmax(x[:, :, 1], dim=1))  # class probabilities
+    assert ce_bodies["cross_entropy"] == 4
+    with pytest.raises(ShapeError, match="cross_entropy: expected target of shape"):
+        F.cross_entropy(x[:, :, 0], ember.tensor([0, 2, 1], device=Torch()))

@@ -1,0 +1,65 @@
+"""torch's kernels for cross entropy over (N, C) logits and int64 class indices, forward and
+backward (the composites ``cross_entropy`` and ``cross_entropy_input_grad``).
+
+The composite takes some fifteen primitives forward and as many backward (a gather, a scatter, the
+masks of ``ignore_index``); torch's ``cross_entropy`` is two kernels, and its backward
+(``nll_loss_backward`` into ``_log_softmax_backward_data``) four. In a small captured step on CUDA
+that is a third of the graph's kernels. The targets are checked first, as the composite checks
+them (``movement.check_classes``: one read, or a flag inside a CUDA graph), since a bad index in
+torch's kernel would end the CUDA context. Label smoothing, other shapes and dtypes run the
+composite: torch computes the same values in another order (a few ulp apart).
+"""
+import torch
+import torch.nn.functional as TF
+
+from ember.composite import COMPOSITES, register_fused
+from ember.tensor import Tensor
+
+from . import movement as _mv
+from .arrays import F32, F64, I64
+from .device import Torch
+
+_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
+_INT64 = (-(1 << 63), 1 << 63)
+
+
+def _takes(x, target, weight, ignore_index, reduction, label_smoothing):
+    """Whether the fused path takes the call: float32 or float64 logits (N, C) on a Torch device,
+    int64 targets (N,) and a weight (C,) of the logits' dtype on it, no label smoothing."""
+    if type(x) is not Tensor or type(target) is not Tensor or not isinstance(x.device, Torch):
+        return False
+    if x._data.dtype not in (F32, F64) or len(x.shape) != 2 or target.shape != x.shape[:1] \
+            or target.device != x.device or target._data.dtype is not I64:
+        return False
+    if weight is not None and (type(weight) is not Tensor or weight.device != x.device
+                               or weight.dtype is not x.dtype or weight.shape != x.shape[1:]):
+        return False
+    return reduction in _REDUCTIONS and label_smoothing == 0 and type(ignore_index) is int \
+        and _INT64[0] <= ignore_index < _INT64[1]
+
+
+def _cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    if not _takes(input, target, weight, ignore_index, reduction, label_smoothing):
+        return COMPOSITES["cross_entropy"](input, target, weight, ignore_index, reduction, label_smoothing)
+    t = _mv.check_classes(target._data, input.shape[1], ignore_index, "cross_entropy")
+    out = TF.cross_entropy(input._data, t, None if weight is None else weight._data,
+                           ignore_index=ignore_index, reduction=reduction)
+    return Tensor(out, tuple(out.shape), input.dtype, input.device)
+
+
+def _cross_entropy_input_grad(g, x, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    if not _takes(x, target, weight, ignore_index, reduction, label_smoothing) or type(g) is not Tensor \
+            or g.device != x.device or g.dtype is not x.dtype:
+        return COMPOSITES["cross_entropy_input_grad"](g, x, target, weight, ignore_index, reduction, label_smoothing)
+    xd = x._data
+    t = _mv.check_classes(target._data, x.shape[1], ignore_index, "cross_entropy")
+    w = None if weight is None else weight._data
+    red = _REDUCTIONS[reduction]
+    logp = torch.log_softmax(xd, 1)
+    total = torch.ops.aten.nll_loss_forward(logp, t, w, red, ignore_index)[1]  # the kept targets' weight
+    glogp = torch.ops.aten.nll_loss_backward(g._data, logp, t, w, red, ignore_index, total)
+    gx = torch.ops.aten._log_softmax_backward_data(glogp, logp, 1, xd.dtype)
+    return Tensor(gx, x.shape, x.dtype, x.device)
+
+
+register_fused(Torch, {"cross_entropy": _cross_entropy, "cross_entropy_input_grad": _cross_entropy_input_grad})

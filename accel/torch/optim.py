@@ -1,0 +1,110 @@
+"""The Torch device's fused optimizer updates: ``sgd_update`` and ``adam_update`` of a cohort as
+torch's multi-tensor (``_foreach_*``) kernels, registered as Torch's built-in fused paths.
+
+A cohort of any size then costs a few kernel launches per operation of the formula, not one per
+parameter: on CUDA, SGD over a whole network is two kernels (``g * lr``, ``x - that``) instead of
+two per parameter, which is most of a small captured step. Each ``_foreach`` op computes in the
+dtype and rounds once, in the composite's order (``ember.accel.optim.updates``), so the values are
+the op-by-op ones bit for bit. The numbers (learning rate, betas, bias corrections) are read as 0-d
+views of the cohort's ``hyper`` tensor, never from the host: a captured step refills that tensor
+each replay, and a CUDA graph reads it where it lies. The switches (maximize, momentum on...) come
+from ``values``: they are fixed by a captured plan's key. Anything else (float16, a tensor of
+another device) runs the composite's body.
+"""
+import torch
+
+from ember.composite import COMPOSITES, register_fused
+from ember.tensor import Tensor
+
+from . import elementwise as _ew
+from .arrays import F32, F64
+from .device import Torch
+
+def _arrays(hyper, lists):
+    """The hyper tensor's array when every tensor is a float32 or float64 array of one Torch device
+    in the hyperparameters' dtype, else None."""
+    h = hyper._data
+    if type(hyper.device) is not Torch or h.dtype not in (F32, F64):
+        return None
+    for ts in lists:
+        for t in ts:
+            if t is not None and (type(t) is not Tensor or t.device != hyper.device or t._data.dtype != h.dtype):
+                return None
+    return h
+
+
+def _sqrt(arrays):
+    # CUDA's float32 sqrt is correctly rounded; torch's vectorized CPU one is not (the Torch
+    # device's own sqrt takes float64 there, and so does this)
+    if arrays[0].is_cuda:
+        return torch._foreach_sqrt(arrays)
+    return [_ew.unary("sqrt", a) for a in arrays]
+
+
+def _wrap(arrays, like):
+    return [Tensor(a, x.shape, x.dtype, x.device) for a, x in zip(arrays, like)]
+
+
+def _sgd_update(hyper, values, params, grads, momentum_buffers):
+    h = _arrays(hyper, (params, grads, momentum_buffers))
+    if h is None or not params:
+        return COMPOSITES["sgd_update"](hyper, values, params, grads, momentum_buffers)
+    from ember.accel.optim.updates import SGD_AT as at  # loaded with the optimizers that call this
+    on = [values[at[k]] != 0 for k in ("maximize", "weight_decay_on", "momentum_on", "damp_on", "nesterov")]
+    maximize, wd_on, mom_on, damp_on, nesterov = on
+    xs = [x._data for x in params]
+    gs = [g._data for g in grads]
+    if maximize:
+        gs = torch._foreach_neg(gs)
+    if wd_on:
+        gs = torch._foreach_add(gs, torch._foreach_mul(xs, h[at["weight_decay"]]))
+    bufs = None
+    if mom_on:
+        if any(b is None for b in momentum_buffers):  # the first momentum step: the buffer is the gradient
+            bufs = [g if b is None else None for g, b in zip(gs, momentum_buffers)]
+            old = [(i, b._data) for i, b in enumerate(momentum_buffers) if b is not None]
+        else:
+            bufs, old = [None] * len(gs), list(enumerate(b._data for b in momentum_buffers))
+        if old:
+            idx = [i for i, _ in old]
+            grown = torch._foreach_mul([b for _, b in old], h[at["momentum"]])
+            step = [gs[i] for i in idx]
+            if damp_on:
+                step = torch._foreach_mul(step, h[at["damp"]])
+            for i, b in zip(idx, torch._foreach_add(grown, step)):
+                bufs[i] = b
+        gs = torch._foreach_add(gs, torch._foreach_mul(bufs, h[at["momentum"]])) if nesterov else bufs
+    new_x = torch._foreach_sub(xs, torch._foreach_mul(gs, h[at["lr"]]))
+    new_b = _wrap(bufs, params) if bufs is not None else [None] * len(params)
+    return _wrap(new_x, params), new_b
+
+
+def _adam_update(hyper, values, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs):
+    from ember.accel.optim.updates import ADAM_AT as at  # loaded with the optimizers that call this
+    h = _arrays(hyper, (params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs))
+    amsgrad = values[at["amsgrad"]] != 0
+    if h is None or not params or (amsgrad and any(t is None for t in max_exp_avg_sqs)):
+        return COMPOSITES["adam_update"](hyper, values, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs)
+    xs = [x._data for x in params]
+    gs = [g._data for g in grads]
+    ms = [m._data for m in exp_avgs]
+    if values[at["maximize"]] != 0:
+        gs = torch._foreach_neg(gs)
+    if values[at["weight_decay_on"]] != 0:
+        if values[at["decoupled"]] != 0:
+            xs = torch._foreach_mul(xs, h[at["decay"]])
+        else:
+            gs = torch._foreach_add(gs, torch._foreach_mul(xs, h[at["weight_decay"]]))
+    d = torch._foreach_mul(torch._foreach_sub(gs, ms), h[at["lerp_weight"]])
+    m_new = torch._foreach_sub(gs, d) if values[at["lerp_high"]] != 0 else torch._foreach_add(ms, d)
+    v_new = torch._foreach_add(torch._foreach_mul([v._data for v in exp_avg_sqs], h[at["beta2"]]),
+                             torch._foreach_mul(torch._foreach_mul(gs, h[at["one_minus_beta2"]]), gs))
+    top = torch._foreach_maximum([v._data for v in max_exp_avg_sqs], v_new) if amsgrad else v_new
+    den = torch._foreach_add(torch._foreach_div(_sqrt(top), h[at["bc2_sqrt"]]), h[at["eps"]])
+    step = torch._foreach_mul(torch._foreach_div(m_new, den), h[at["neg_step_size"]])
+    new_x = torch._foreach_add(xs, step)
+    return (_wrap(new_x, params), _wrap(m_new, params), _wrap(v_new, params),
+            _wrap(top, params) if amsgrad else [None] * len(params))
+
+
+register_fused(Torch, {"sgd_update": _sgd_update, "adam_update": _adam_update})
