@@ -904,6 +904,7 @@ def _torch_graph_step(torch, tm, topt, tx, ty):
     def step(static=(sx, sy)):  # the graph reads sx and sy: they live as long as the step
         graph.replay()
         return loss
+    step.graph = graph
     return step
 
 
@@ -1038,6 +1039,12 @@ def bench_torch_backend(dev=None, torch=None, np=None):
                 OUT["torch_native_%s_b%d_step_cuda_graph_ms" % (name, batch)] = tg * 1e3
                 OUT[key + "_captured_vs_torch_cuda_graph"] = tg / tk2
                 line += "; PyTorch CUDA graph %.3f ms (captured ember %.3f ms in that pair)" % (tg * 1e3, tk2 * 1e3)
+                mine = [getattr(r.lowered, "graph", None) for r in captured._plans.values()]
+                if mine and mine[0] is not None:  # the two graphs alone, no host work around them: GPU time
+                    ge, gt = _tb_pair(mine[0].replay, gstep.graph.replay, sync, reps)
+                    OUT[key + "_captured_graph_alone_ms"] = ge * 1e3
+                    OUT["torch_native_%s_b%d_cuda_graph_alone_ms" % (name, batch)] = gt * 1e3
+                    line += "; the graphs alone: ember %.3f ms, PyTorch %.3f ms" % (ge * 1e3, gt * 1e3)
             except Exception as e:  # say why, do not stop the run
                 OUT["torch_native_%s_b%d_step_cuda_graph_error" % (name, batch)] = "%s: %s" % (type(e).__name__, str(e)[:200])
         te, tt = _tb_pair(lambda: step(ember.bfloat16).item(), lambda: tstep(torch.bfloat16).item(), sync, reps)

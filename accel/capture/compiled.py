@@ -283,8 +283,9 @@ class Compiled:
             for (i, pid, k), d in rec.counters:  # the step did not happen
                 ins.optimizers[i].state[pid][k] -= d
             raise
-        for _, h, o in rec.state_out:
-            h.put(_tensor(o, slots, base))
+        for pos, h, o in rec.state_out:
+            if slots[o.i] is not arrays[pos]:  # else updated in place (inplace=True): the holder's tensor stands
+                h.put(_tensor(o, slots, base))
         return _build(rec.result, slots, base)
 
 
