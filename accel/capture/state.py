@@ -86,15 +86,27 @@ class Inputs:
         if id(m) in self._seen:
             return
         self._seen.add(id(m))
-        for prefix, sub in m._walk():
+        # Module._walk's order (depth first, a shared module once), reading each module's items once
+        walked = set()
+        stack = [("", m)]
+        while stack:
+            prefix, sub = stack.pop()
+            if id(sub) in walked:
+                continue
+            walked.add(id(sub))
             self.key.append((prefix, sub.training))
+            children = []
             for n, v in sub._items():
-                if type(v) is Param:
+                t = type(v)
+                if t is Param:
                     if id(v) not in self._seen:
                         self._seen.add(id(v))
                         self._tensor(v.value, Holder("param", v))
-                elif type(v) is ember.Tensor:
+                elif t is ember.Tensor:
                     self._tensor(v, Holder("buffer", sub, n))
+                elif isinstance(v, Module):
+                    children.append((prefix + "." + n if prefix else n, v))
+            stack.extend(reversed(children))
 
     def _optimizer(self, opt):
         self.key.append(("optimizer", id(opt)))
