@@ -48,7 +48,7 @@ def _shape_only(shape, like):
 
 
 def _backward(g, x, w, stride, pads, dilation, groups, mask, tf32):
-    with precision(tf32 and g.dtype is torch.float32 and g.is_cuda):
+    with precision(tf32 and g.dtype is torch.float32 and g.is_cuda, deterministic=g.is_cuda):
         return torch.ops.aten.convolution_backward(g, x, w, None, list(stride), pads, list(dilation), False,
                                                    [0] * len(stride), groups, mask)
 

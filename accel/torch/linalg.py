@@ -13,25 +13,31 @@ from .arrays import F32, F64, round_float
 
 
 class precision:
-    """TF32 on or off for float32 matmul and conv inside the block (CUDA only; a no-op elsewhere)."""
+    """TF32 on or off for float32 matmul and conv inside the block, and with ``deterministic``
+    cuDNN's deterministic algorithms only (CUDA only; a no-op elsewhere). Convolutions ask for
+    them: some of cuDNN's weight-gradient algorithms add with atomics, so the same step gave other
+    bits on each run, which a captured step's check refuses (and ember's other devices never do)."""
 
-    __slots__ = ("tf32", "saved")
+    __slots__ = ("tf32", "deterministic", "saved")
 
-    def __init__(self, tf32):
+    def __init__(self, tf32, deterministic=False):
         self.tf32 = tf32
+        self.deterministic = deterministic
         self.saved = None
 
     def __enter__(self):
         m, c = torch.backends.cuda.matmul, torch.backends.cudnn
-        saved = (m.allow_tf32, c.allow_tf32)
-        if saved != (self.tf32, self.tf32):
+        saved = (m.allow_tf32, c.allow_tf32, c.deterministic)
+        want = (self.tf32, self.tf32, self.deterministic or saved[2])
+        if saved != want:
             self.saved = saved
-            m.allow_tf32 = c.allow_tf32 = self.tf32
+            m.allow_tf32, c.allow_tf32, c.deterministic = want
         return self
 
     def __exit__(self, *exc):
         if self.saved is not None:
-            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = self.saved
+            m, c = torch.backends.cuda.matmul, torch.backends.cudnn
+            m.allow_tf32, c.allow_tf32, c.deterministic = self.saved
             self.saved = None
 
 
@@ -64,8 +70,8 @@ def conv(x, w, stride, padding, dilation, groups, tf32=False):
     else:
         pads = [p[0] for p in padding]
     fn = F.conv1d if x.dim() == 3 else F.conv2d
-    if x.dtype is F32 and x.is_cuda:
-        with precision(tf32):
+    if x.is_cuda:
+        with precision(tf32 and x.dtype is F32, deterministic=True):
             return fn(x, w, None, stride, pads, dilation, groups)
     return fn(x, w, None, stride, pads, dilation, groups)
 
