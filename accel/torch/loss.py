@@ -1,9 +1,9 @@
 """torch's kernels for cross entropy over (N, C) logits and int64 class indices, forward and
 backward (the composites ``cross_entropy`` and ``cross_entropy_input_grad``).
 
-The composite takes some fifteen primitives forward and as many backward (a gather, a scatter, the
-masks of ``ignore_index``); torch's ``cross_entropy`` is two kernels, and its backward
-(``nll_loss_backward`` into ``_log_softmax_backward_data``) four. In a small captured step on CUDA
+The composite takes some fifteen primitives forward and twenty backward (a gather, a scatter, the
+masks of ``ignore_index``); torch's ``cross_entropy`` is two kernels, and the gradient here
+(``nll_loss_backward`` into ``_log_softmax_backward_data``) five. In a small captured step on CUDA
 that is a third of the graph's kernels. The targets are checked first, as the composite checks
 them (``movement.check_classes``: one read, or a flag inside a CUDA graph), since a bad index in
 torch's kernel would end the CUDA context. Label smoothing, other shapes and dtypes run the
