@@ -1,5 +1,5 @@
 """The models the training benchmarks step: an MLP 784-128-10, LeNet-5 (ReLU, max pool) and the CNN
-of PyTorch's MNIST example.
+of PyTorch's MNIST example; and PyTorch's own step taken as one CUDA graph, the reference mark.
 
 Both take an ``ember.Generator`` so every benchmark starts from the same weights.
 """
@@ -52,3 +52,30 @@ class MnistCNN(Module):
         x = F.max_pool2d(F.relu(self.conv2(F.relu(self.conv1(x)))), 2)
         x = F.relu(self.fc1(self.drop1(x).flatten(1)))
         return self.fc2(self.drop2(x))
+
+
+def torch_graph_step(torch, tm, topt, tx, ty):
+    """PyTorch's training step of ``tm`` (cross entropy, ``topt``) captured whole into a
+    torch.cuda.CUDAGraph (warm-up on a side stream): a function replaying it and returning the loss
+    tensor; ``.graph`` is the graph."""
+    sx, sy = tx.clone(), ty.clone()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            topt.zero_grad(set_to_none=True)
+            torch.nn.functional.cross_entropy(tm(sx), sy).backward()
+            topt.step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    topt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        loss = torch.nn.functional.cross_entropy(tm(sx), sy)
+        loss.backward()
+        topt.step()
+
+    def step(static=(sx, sy)):  # the graph reads sx and sy: they live as long as the step
+        graph.replay()
+        return loss
+    step.graph = graph
+    return step

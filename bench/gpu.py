@@ -674,7 +674,7 @@ def bench_training(dev, torch, np):
     from ember.accel import compile
     from ember.accel.autodiff import Autodiff
     from ember.accel.optim import SGD
-    from _models import LeNet, MLP, MnistCNN  # bench/_models.py, shared with bench/train_step.py
+    from _models import LeNet, MLP, MnistCNN, torch_graph_step  # bench/_models.py, shared with bench/train_step.py
 
     batch = 64
     rng = np.random.default_rng(2)
@@ -785,23 +785,8 @@ def bench_training(dev, torch, np):
                 except Exception as e:
                     OUT["torch_%s_b%d_compile_error" % (name, batch)] = "%s: %s" % (type(e).__name__, str(e)[:200])
             try:  # the whole step as a CUDA graph (PyTorch's recipe: warm up on a side stream)
-                s_ = torch.cuda.Stream()
-                s_.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(s_):
-                    for _ in range(3):
-                        tstep()
-                torch.cuda.current_stream().wait_stream(s_)
-                graph = torch.cuda.CUDAGraph()
-                topt.zero_grad(set_to_none=True)
-                with torch.cuda.graph(graph):
-                    gloss = torch.nn.functional.cross_entropy(tm(tx), ty)
-                    gloss.backward()
-                    topt.step()
-
-                def gstep():
-                    graph.replay()
-                    return gloss.item()
-                tg = torch_timed(torch, gstep, 20)
+                gstep = torch_graph_step(torch, tm, topt, tx, ty)
+                tg = torch_timed(torch, lambda: gstep().item(), 20)
                 OUT["torch_%s_b%d_cuda_graph_step_ms" % (name, batch)] = tg * 1e3
                 line += "; torch CUDA graph %.3f ms" % (tg * 1e3)
             except Exception as e:
@@ -883,37 +868,12 @@ def _tb_pair(ember_fn, torch_fn, sync, reps, rounds=7):
     return statistics.median(te), statistics.median(tt)
 
 
-def _torch_graph_step(torch, tm, topt, tx, ty):
-    """PyTorch's training step captured whole into a torch.cuda.CUDAGraph (warm-up on a side stream)."""
-    sx, sy = tx.clone(), ty.clone()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            topt.zero_grad(set_to_none=True)
-            torch.nn.functional.cross_entropy(tm(sx), sy).backward()
-            topt.step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    topt.zero_grad(set_to_none=True)
-    with torch.cuda.graph(graph):
-        loss = torch.nn.functional.cross_entropy(tm(sx), sy)
-        loss.backward()
-        topt.step()
-
-    def step(static=(sx, sy)):  # the graph reads sx and sy: they live as long as the step
-        graph.replay()
-        return loss
-    step.graph = graph
-    return step
-
-
 def bench_torch_backend(dev=None, torch=None, np=None):
     """Torch("cuda") (or Torch("cpu") without CUDA) beside native PyTorch: OUT keys torch_backend_*."""
     import torch as torch_
     from ember.accel import Autodiff, Torch, autocast, from_torch
     from ember.accel.optim import SGD
-    from _models import LeNet, MLP  # bench/_models.py
+    from _models import LeNet, MLP, torch_graph_step  # bench/_models.py
 
     torch = torch_
     cuda = torch.cuda.is_available()
@@ -1034,7 +994,7 @@ def bench_torch_backend(dev=None, torch=None, np=None):
         line += "; captured, state copied (the default) %.3f ms, ratio %.3f" % (tk * 1e3, tt3 / tk)
         if cuda:  # PyTorch's own step as one CUDA graph (its docs' whole-network capture), the next mark
             try:
-                gstep = _torch_graph_step(torch, tm, topt, tx_, ty_)
+                gstep = torch_graph_step(torch, tm, topt, tx_, ty_)
                 tg, tk2 = _tb_pair(lambda: gstep().item(), lambda: captured().item(), sync, reps)
                 OUT["torch_native_%s_b%d_step_cuda_graph_ms" % (name, batch)] = tg * 1e3
                 OUT[key + "_captured_vs_torch_cuda_graph"] = tg / tk2

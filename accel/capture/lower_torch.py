@@ -16,12 +16,14 @@ replay runs no template walk, no frontend, no autodiff: only the torch calls the
   holders get those buffers: the state is updated in place, and the next replay copies nothing for
   it. Results are cloned after the replay (the graph's own memory is overwritten by the next one).
   Warm-up runs three times on a side stream first, as PyTorch's docs require.
-  On CUDA the Torch device checks indices (``gather``, ``scatter``, a loss's class indices) with
-  a sync, which a graph cannot hold: while the graph is taken, ``movement.check_index`` and
-  ``check_classes`` are replaced by checks that clamp the indices and raise a flag on the device
-  (a target checked by both a loss and its gradient is checked once); the write-back keeps the old
-  state when the flag is up, and the replay reads the flag (one sync) and, if up, raises
-  ``ReplayError`` so that the step reruns eagerly and raises its own IndexOutOfRange.
+  On CUDA the Torch device decides a few things with a read (``accel/torch/checks.py``: the indices
+  of ``gather``, ``scatter`` and a loss's class indices; whether a max pool's input holds a nan),
+  which a graph cannot hold: while the graph is taken, those functions are replaced by versions
+  that clamp the indices, take the fast path and raise a flag on the device where the read would
+  have raised or stepped aside (a target checked by both a loss and its gradient is checked once).
+  The write-back keeps the old state when the flag is up, and the replay reads the flag (one sync)
+  and, if up, raises ``ReplayError``: the step reruns eagerly, raising its own IndexOutOfRange or
+  taking the composite.
 """
 import torch
 
@@ -119,7 +121,7 @@ class CudaGraphPlan:
     """The plan's kernel launches as one CUDA graph over static buffers (see the module doc)."""
 
     def __init__(self, plan, trace, state_in):
-        from ember.accel.torch import movement as _mv
+        from ember.accel.torch import checks
         base = plan.base
         self.plan = plan
         self.base = base
@@ -161,8 +163,9 @@ class CudaGraphPlan:
         self._checks = 0
         self._classes = {}
         # warm-up on a side stream, then the capture, with the index checks the graph's own
-        saved = _mv.check_index, _mv.check_classes
-        _mv.check_index, _mv.check_classes = self._check_index, self._check_classes
+        saved = checks.check_index, checks.check_classes, checks.any_true
+        checks.check_index, checks.check_classes, checks.any_true = \
+            self._check_index, self._check_classes, self._any_true
         try:
             with torch.cuda.device(self.device):
                 self._no_sync()
@@ -183,7 +186,7 @@ class CudaGraphPlan:
         except Exception as e:
             raise ReplayError("the step cannot be taken as a CUDA graph: %s: %s" % (type(e).__name__, str(e)[:300]))
         finally:
-            _mv.check_index, _mv.check_classes = saved
+            checks.check_index, checks.check_classes, checks.any_true = saved
         self._classes = {}
 
     def _no_sync(self):
@@ -214,13 +217,19 @@ class CudaGraphPlan:
         return call
 
     def _check_index(self, index, n, dim, op):
-        """``movement.check_index`` inside the graph: bad indices raise the flag and are clamped."""
+        """``checks.check_index`` inside the graph: bad indices raise the flag and are clamped."""
         self._checks += 1
         self.flag.logical_or_(((index < 0) | (index >= n)).any())
         return index.clamp(0, max(n - 1, 0))
 
+    def _any_true(self, flags):
+        """``checks.any_true`` inside the graph: the fast path, and the flag raised where it is wrong."""
+        self._checks += 1
+        self.flag.logical_or_(flags.any())
+        return False
+
     def _check_classes(self, target, c, ignore_index, op):
-        """``movement.check_classes`` inside the graph, once per target tensor and body run."""
+        """``checks.check_classes`` inside the graph, once per target tensor and body run."""
         hit = self._classes.get(id(target))
         if hit is not None and hit[0] is target and hit[1] == (c, ignore_index):
             return hit[2]
@@ -276,7 +285,7 @@ class CudaGraphPlan:
             buf.copy_(random(*args))
         self.graph.replay()
         if self.flag is not None and bool(self.flag):
-            raise ReplayError("an index was out of range")
+            raise ReplayError("an index was out of range, or an input needs the composite (a nan in a max pool)")
         slots = [None] * self.nslots
         for o, r in self.outs.items():
             slots[o] = r.clone()

@@ -13,6 +13,7 @@ import torch
 from ember.composite import COMPOSITES, register_fused
 from ember.tensor import Tensor
 
+from . import checks
 from .device import Torch
 from .linalg import _pad_pairs, precision
 
@@ -94,7 +95,7 @@ def _pool_grad(g, x, op, kernel, stride, padding, dilation):
         dilation, padding = (1,) + tuple(dilation), ((0, 0),) + tuple(padding)
     kernel, stride, dilation = list(kernel), list(stride), list(dilation)
     if op == "max":
-        if bool(torch.isnan(x).any()):
+        if checks.any_true(torch.isnan(x)):
             return None
         xp = torch.nn.functional.pad(x, _pad_pairs(padding), value=float("-inf"))
         _, idx = torch.nn.functional.max_pool2d(xp, kernel, stride, 0, dilation, return_indices=True)

@@ -5,7 +5,7 @@ The composite takes some fifteen primitives forward and twenty backward (a gathe
 masks of ``ignore_index``); torch's ``cross_entropy`` is two kernels, and the gradient here
 (``nll_loss_backward`` into ``_log_softmax_backward_data``) five. In a small captured step on CUDA
 that is a third of the graph's kernels. The targets are checked first, as the composite checks
-them (``movement.check_classes``: one read, or a flag inside a CUDA graph), since a bad index in
+them (``checks.check_classes``: one read, or a flag inside a CUDA graph), since a bad index in
 torch's kernel would end the CUDA context. Label smoothing, other shapes and dtypes run the
 composite: torch computes the same values in another order (a few ulp apart).
 """
@@ -15,7 +15,7 @@ import torch.nn.functional as TF
 from ember.composite import COMPOSITES, register_fused
 from ember.tensor import Tensor
 
-from . import movement as _mv
+from . import checks
 from .arrays import F32, F64, I64
 from .device import Torch
 
@@ -41,7 +41,7 @@ def _takes(x, target, weight, ignore_index, reduction, label_smoothing):
 def _cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     if not _takes(input, target, weight, ignore_index, reduction, label_smoothing):
         return COMPOSITES["cross_entropy"](input, target, weight, ignore_index, reduction, label_smoothing)
-    t = _mv.check_classes(target._data, input.shape[1], ignore_index, "cross_entropy")
+    t = checks.check_classes(target._data, input.shape[1], ignore_index, "cross_entropy")
     out = TF.cross_entropy(input._data, t, None if weight is None else weight._data,
                            ignore_index=ignore_index, reduction=reduction)
     return Tensor(out, tuple(out.shape), input.dtype, input.device)
@@ -52,7 +52,7 @@ def _cross_entropy_input_grad(g, x, target, weight=None, ignore_index=-100, redu
             or g.device != x.device or g.dtype is not x.dtype:
         return COMPOSITES["cross_entropy_input_grad"](g, x, target, weight, ignore_index, reduction, label_smoothing)
     xd = x._data
-    t = _mv.check_classes(target._data, x.shape[1], ignore_index, "cross_entropy")
+    t = checks.check_classes(target._data, x.shape[1], ignore_index, "cross_entropy")
     w = None if weight is None else weight._data
     red = _REDUCTIONS[reduction]
     logp = torch.log_softmax(xd, 1)

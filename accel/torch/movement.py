@@ -7,8 +7,7 @@ ember tensors (value semantics).
 """
 import torch
 
-from ember.errors import IndexOutOfRange
-
+from . import checks
 from .arrays import F64, round_float
 
 
@@ -49,31 +48,6 @@ def cat(arrays, dim):
     return torch.cat(arrays, dim)
 
 
-def check_index(index, n, dim, op):
-    """``index``, once every value is checked to lie in ``0 <= i < n``: else ``IndexOutOfRange``
-    naming the first one outside (a sync point). Callers index with what this returns: a CUDA graph
-    being captured (``accel/capture/lower_torch.py``) puts its own check in the place of this one,
-    which clamps the indices and raises a flag on the device instead of waiting for it."""
-    if index.numel():
-        bad = (index < 0) | (index >= n)
-        if bool(bad.any()):
-            first = int(index.reshape(-1)[bad.reshape(-1)][0])
-            raise IndexOutOfRange("%s: index %d is out of range for dim %d of size %d" % (op, first, dim, n))
-    return index
-
-
-def check_classes(target, c, ignore_index, op):
-    """Class indices ``target`` once each is checked to lie in ``[0, c)`` or to be ``ignore_index``:
-    else ``IndexOutOfRange`` as the loss composites raise it. Replaced in a CUDA graph, as
-    ``check_index`` is."""
-    if target.numel():
-        safe = torch.where(target != ignore_index, target, 0)
-        if bool(((safe < 0) | (safe >= c)).any()):
-            raise IndexOutOfRange("%s: class indices must be in [0, %d) (or ignore_index), found %d..%d"
-                                  % (op, c, int(safe.min()), int(safe.max())))
-    return target
-
-
 def gather(x, dim, index):
     """``out[i][j] = x[i][index[i][j]]`` (for dim 1): ``index`` may be smaller than ``x`` in every dim.
 
@@ -81,11 +55,11 @@ def gather(x, dim, index):
     IndexOutOfRange); on a GPU a bad index is a device-side assert that ends the CUDA context, so
     the indices are checked first (a sync)."""
     if x.device.type != "cpu":
-        return torch.gather(x, dim, check_index(index, x.shape[dim], dim, "gather"))
+        return torch.gather(x, dim, checks.check_index(index, x.shape[dim], dim, "gather"))
     try:
         return torch.gather(x, dim, index)
     except RuntimeError:
-        check_index(index, x.shape[dim], dim, "gather")
+        checks.check_index(index, x.shape[dim], dim, "gather")
         raise
 
 
@@ -109,7 +83,7 @@ def scatter(x, dim, index, src, mode):
     """A copy of ``x`` with ``src``'s leading block written (``set``) or added (``add``) at ``index``
     along ``dim``; repeated positions: the last write wins (torch leaves that order undefined, so
     the winner is chosen explicitly), additions accumulate (floats in float64, rounded once)."""
-    index = check_index(index, x.shape[dim], dim, "scatter")
+    index = checks.check_index(index, x.shape[dim], dim, "scatter")
     if mode == "add" and x.dtype is not torch.bool:
         if x.is_floating_point():  # the Cpu adds in double and rounds once
             return round_float(torch.scatter_add(x.to(F64), dim, index, src.to(F64)), x.dtype)

@@ -100,7 +100,9 @@ def _adam_update(hyper, values, params, grads, exp_avgs, exp_avg_sqs, max_exp_av
     v_new = torch._foreach_add(torch._foreach_mul([v._data for v in exp_avg_sqs], h[at["beta2"]]),
                              torch._foreach_mul(torch._foreach_mul(gs, h[at["one_minus_beta2"]]), gs))
     top = torch._foreach_maximum([v._data for v in max_exp_avg_sqs], v_new) if amsgrad else v_new
-    den = torch._foreach_add(torch._foreach_div(_sqrt(top), h[at["bc2_sqrt"]]), h[at["eps"]])
+    bc2, eps = h[at["bc2_sqrt"]], h[at["eps"]]
+    # per tensor: the multi-tensor add and divide by a tensor scalar waited for the GPU in a CUDA graph
+    den = [torch.add(torch.div(r, bc2), eps) for r in _sqrt(top)]
     step = torch._foreach_mul(torch._foreach_div(m_new, den), h[at["neg_step_size"]])
     new_x = torch._foreach_add(xs, step)
     return (_wrap(new_x, params), _wrap(m_new, params), _wrap(v_new, params),
