@@ -265,8 +265,12 @@ class CudaGraphPlan:
                 v = v.clone()
             new.append((self.static[i], v))
         flag = self.flag
-        for dst, v in new:
-            dst.copy_(v if flag is None else torch.where(flag, dst, v))
+        if flag is None:  # one multi-tensor copy for the whole state
+            if new:
+                torch._foreach_copy_([d for d, _ in new], [v for _, v in new])
+        else:  # one select per tensor, written over its old value
+            for dst, v in new:
+                torch.where(flag, dst, v, out=dst)
         return outs
 
     def run(self, arrays, host=True):
