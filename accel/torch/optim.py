@@ -101,7 +101,8 @@ def _adam_update(hyper, values, params, grads, exp_avgs, exp_avg_sqs, max_exp_av
                              torch._foreach_mul(torch._foreach_mul(gs, h[at["one_minus_beta2"]]), gs))
     top = torch._foreach_maximum([v._data for v in max_exp_avg_sqs], v_new) if amsgrad else v_new
     bc2, eps = h[at["bc2_sqrt"]], h[at["eps"]]
-    # per tensor: the multi-tensor add and divide by a tensor scalar waited for the GPU in a CUDA graph
+    # per tensor: torch's multi-tensor add (and sub) of a 0-d CUDA tensor waits for the GPU, which a
+    # CUDA graph cannot hold (bench/torch_capture_profile.py on an H100; its mul and div do not)
     den = [torch.add(torch.div(r, bc2), eps) for r in _sqrt(top)]
     step = torch._foreach_mul(torch._foreach_div(m_new, den), h[at["neg_step_size"]])
     new_x = torch._foreach_add(xs, step)
