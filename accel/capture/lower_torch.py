@@ -89,7 +89,7 @@ def _run_host(plan, slots, put, last=None):
             if last is not None:
                 if last.get(x, _UNSET) == v:
                     continue
-                last[x] = v
+                last[x] = list(v) if type(v) in (list, tuple) else v  # a copy: a list the feed keeps may change
             if type(v) in (list, tuple):
                 put(x, base.from_list(list(v), shape, dtype))
             else:
