@@ -240,6 +240,27 @@ def test_a_conv_step_is_lowered_and_replays_the_eager_bits(where):
     assert step.lowering == "lowered" and not step.refused, (step.lowering, step.refused)
 
 
+@pytest.mark.parametrize("where", WHERE)
+def test_a_nan_into_a_max_pool_replays_the_composites_gradient(where):
+    # a nan reaching a max pool makes its gradient step aside to the composite: the replay gives the
+    # eager step's values (in a CUDA graph the nan test raises the flag, the step runs again eagerly)
+    dev = Autodiff(Torch(where))
+    models = [ConvNet(ember.Generator(0)).to(dev) for _ in range(2)]
+    opts = [SGD(m, lr=0.05) for m in models]
+    g = ember.Generator(4)
+    x, y = ember.rand(4, 1, 8, 8, generator=g), ember.randint(0, 5, (4,), generator=g).to(dev)
+    step = compile(_step)
+    for _ in range(4):
+        step(models[0], opts[0], x.to(dev), y)
+        _step(models[1], opts[1], x.to(dev), y)
+    holes = x.tolist()
+    holes[0][0][0][:2] = [float("nan"), float("nan")]
+    bad = ember.tensor(holes).to(dev)
+    assert repr(step(models[0], opts[0], bad, y).tolist()) == repr(_step(models[1], opts[1], bad, y).tolist())
+    assert repr(_weights(models[0])) == repr(_weights(models[1]))
+    assert step.lowering == "lowered"
+
+
 @CUDA
 def test_cuda_graph_replay_is_faster_than_the_generic_replay():
     # not a speed assertion on timings: the graph's replay makes no per-op Python call, so the
