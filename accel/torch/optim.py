@@ -20,6 +20,7 @@ from . import elementwise as _ew
 from .arrays import F32, F64
 from .device import Torch
 
+
 def _arrays(hyper, lists):
     """The hyper tensor's array when every tensor is a float32 or float64 array of one Torch device
     in the hyperparameters' dtype, else None."""
@@ -50,8 +51,8 @@ def _sgd_update(hyper, values, params, grads, momentum_buffers):
     if h is None or not params:
         return COMPOSITES["sgd_update"](hyper, values, params, grads, momentum_buffers)
     from ember.accel.optim.updates import SGD_AT as at  # loaded with the optimizers that call this
-    on = [values[at[k]] != 0 for k in ("maximize", "weight_decay_on", "momentum_on", "damp_on", "nesterov")]
-    maximize, wd_on, mom_on, damp_on, nesterov = on
+    maximize, wd_on, mom_on, damp_on, nesterov = [
+        values[at[k]] != 0 for k in ("maximize", "weight_decay_on", "momentum_on", "damp_on", "nesterov")]
     xs = [x._data for x in params]
     gs = [g._data for g in grads]
     if maximize:
@@ -60,19 +61,16 @@ def _sgd_update(hyper, values, params, grads, momentum_buffers):
         gs = torch._foreach_add(gs, torch._foreach_mul(xs, h[at["weight_decay"]]))
     bufs = None
     if mom_on:
-        if any(b is None for b in momentum_buffers):  # the first momentum step: the buffer is the gradient
-            bufs = [g if b is None else None for g, b in zip(gs, momentum_buffers)]
-            old = [(i, b._data) for i, b in enumerate(momentum_buffers) if b is not None]
-        else:
-            bufs, old = [None] * len(gs), list(enumerate(b._data for b in momentum_buffers))
+        bufs = [None if b is None else b._data for b in momentum_buffers]
+        old = [i for i, b in enumerate(bufs) if b is not None]
         if old:
-            idx = [i for i, _ in old]
-            grown = torch._foreach_mul([b for _, b in old], h[at["momentum"]])
-            step = [gs[i] for i in idx]
+            step = [gs[i] for i in old]
             if damp_on:
                 step = torch._foreach_mul(step, h[at["damp"]])
-            for i, b in zip(idx, torch._foreach_add(grown, step)):
+            grown = torch._foreach_mul([bufs[i] for i in old], h[at["momentum"]])
+            for i, b in zip(old, torch._foreach_add(grown, step)):
                 bufs[i] = b
+        bufs = [g if b is None else b for g, b in zip(gs, bufs)]  # a first momentum step's buffer is the gradient
         gs = torch._foreach_add(gs, torch._foreach_mul(bufs, h[at["momentum"]])) if nesterov else bufs
     new_x = torch._foreach_sub(xs, torch._foreach_mul(gs, h[at["lr"]]))
     new_b = _wrap(bufs, params) if bufs is not None else [None] * len(params)
