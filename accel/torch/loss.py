@@ -34,8 +34,8 @@ def _takes(x, target, weight, ignore_index, reduction, label_smoothing):
     if weight is not None and (type(weight) is not Tensor or weight.device != x.device
                                or weight.dtype is not x.dtype or weight.shape != x.shape[1:]):
         return False
-    return reduction in _REDUCTIONS and label_smoothing == 0 and type(ignore_index) is int \
-        and _INT64[0] <= ignore_index < _INT64[1]
+    return type(reduction) is str and reduction in _REDUCTIONS and label_smoothing == 0 \
+        and type(ignore_index) is int and _INT64[0] <= ignore_index < _INT64[1]
 
 
 def _cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):

@@ -7,7 +7,7 @@ import ember
 import ember.nn.functional as F
 from ember.accel import Autodiff, Torch
 from ember.composite import COMPOSITES
-from ember.errors import IndexOutOfRange, ShapeError
+from ember.errors import ArgumentError, IndexOutOfRange, ShapeError
 from harness.check import assert_close
 
 TOL = {ember.float32: 1e-6, ember.float64: 1e-12, ember.bfloat16: 1e-2, ember.float16: 2e-3}
@@ -134,3 +134,5 @@ def test_cross_entropy_cases_the_fused_path_leaves_to_the_composite(ce_bodies):
     assert ce_bodies["cross_entropy"] == 4
     with pytest.raises(ShapeError, match="cross_entropy: expected target of shape"):
         F.cross_entropy(x[:, :, 0], ember.tensor([0, 2, 1], device=Torch()))
+    with pytest.raises(ArgumentError, match="cross_entropy: reduction must be"):
+        F.cross_entropy(x[:, :, 0], ember.tensor([0, 2], device=Torch()), reduction=["mean"])
