@@ -182,7 +182,7 @@ def cross_entropy_backward(g, out, x, target, weight=None, ignore_index=-100, re
 def cross_entropy_input_grad(g, x, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     """The gradient for the logits ``x`` of ``cross_entropy(x, target, ...)`` with class indices
     ``target``, given the loss's ``g``. A backend replaces it through the override hook (the Torch
-    device: torch's own two kernels, ``accel/torch/loss.py``)."""
+    device: torch's nll-loss and log-softmax backward kernels, ``accel/torch/loss.py``)."""
     cdim = 1 if len(x.shape) > 1 else 0
     c = x.shape[cdim]
     logp = F.log_softmax(x, cdim)
