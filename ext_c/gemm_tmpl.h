@@ -1,6 +1,6 @@
 /* Blocked, register-tiled GEMM for one float type, included by k_gemm.c with
    T (float or double), SUF (f32 or f64), MR x NR (the register tile), VL (elements per vector,
-   0 for plain C), KC/MC/NC (cache blocks).
+   0 for plain C), KC/MC/NC (cache blocks), TRANSPOSE (k_transpose.h's function for T).
 
    C[m, n] (row stride ldc) = A[m, k] @ B[k, n], or += with `accumulate`, where
      A(i, p) = a[i * rsa + p * csa]
@@ -194,9 +194,43 @@ static inline __attribute__((always_inline)) void G(direct_rows)(int R, emb_i n,
 /* the whole product with B's rows contiguous and few rows of A: no packing (at these sizes packing
    costs more than it saves); rows in blocks of MR, then 4, 2, 1 */
 static void G(direct)(emb_i m, emb_i n, emb_i k, const T *a, emb_i rsa, emb_i csa, const T *b, const emb_i *boff,
-                      emb_i rsb, T *c, emb_i ldc, int mode)
+                      emb_i rsb, T *c, emb_i ldc, int mode, T *work, emb_i room)
 {
-    emb_i i = 0;
+    T ap[MR * KC]; /* MR rows of A side by side (ap[p * MR + r]), where they fit */
+    emb_i i = 0, p;
+    int r;
+    if (k <= KC && n >= NR && work && m / MR * MR * k <= room) {
+        /* every block of MR rows packed into work first, then B by columns: one NR-wide column of
+           B stays in L1 while each block of rows passes over it */
+        emb_i mb = m / MR * MR, j, nj;
+        for (; i < mb; i += MR)
+            for (p = 0; p < k; p++)
+                for (r = 0; r < MR; r++)
+                    work[i * k + p * MR + r] = a[(i + r) * rsa + p * csa];
+        for (j = 0; j < n; j += NR) {
+            nj = EMB_MIN(NR, n - j);
+            for (i = 0; i < mb; i += MR)
+                if (boff)
+                    G(direct_rows)(MR, nj, k, work + i * k, 1, MR, b + j, boff, rsb, c + i * ldc + j, ldc, mode);
+                else
+                    G(direct_rows)(MR, nj, k, work + i * k, 1, MR, b + j, 0, rsb, c + i * ldc + j, ldc, mode);
+        }
+    }
+    if (k <= KC && n >= NR) {
+        /* A's rows packed once per block, read by every tile of it from one pointer: the tiles
+           of a strided A keep MR offsets in registers, and spill them. B without an offset table
+           gets its own copy of the loop, free of the table's test. */
+        for (; i + MR <= m; i += MR) {
+            const T *src = a + i * rsa;
+            for (p = 0; p < k; p++)
+                for (r = 0; r < MR; r++)
+                    ap[p * MR + r] = src[r * rsa + p * csa];
+            if (boff)
+                G(direct_rows)(MR, n, k, ap, 1, MR, b, boff, rsb, c + i * ldc, ldc, mode);
+            else
+                G(direct_rows)(MR, n, k, ap, 1, MR, b, 0, rsb, c + i * ldc, ldc, mode);
+        }
+    }
     for (; i + MR <= m; i += MR)
         G(direct_rows)(MR, n, k, a + i * rsa, rsa, csa, b, boff, rsb, c + i * ldc, ldc, mode);
     if (MR > 4 && i + 4 <= m) {
@@ -340,12 +374,13 @@ void EMB_FN(G(gemm))(emb_i m, emb_i n, emb_i k, const T *a, emb_i rsa, emb_i csa
        and B, each sum the one G(small)'s axpy loop makes, or (one K block) the packed path's */
     if (csb == 1 && (boff || rsb != 1 || csa != 1)) {
         if (m < MR || !work) {
-            G(direct)(m, n, k, a, rsa, csa, b, boff, rsb, c, ldc, accumulate ? G_FROM_C : G_WRITE);
+            G(direct)(m, n, k, a, rsa, csa, b, boff, rsb, c, ldc, accumulate ? G_FROM_C : G_WRITE, 0, 0);
             return;
         }
         /* narrow B: packed tiles would be mostly padding */
         if (k <= KC && (m <= 2 * MR || k <= EMB_GEMM_DIRECT_K || n < NR)) {
-            G(direct)(m, n, k, a, rsa, csa, b, boff, rsb, c, ldc, accumulate ? G_ADD : G_WRITE);
+            G(direct)(m, n, k, a, rsa, csa, b, boff, rsb, c, ldc, accumulate ? G_ADD : G_WRITE, G(align64)(work),
+                      EMB_FN(G_NAME3(gemm_, SUF, _work))() - 64);
             return;
         }
     }
@@ -377,18 +412,8 @@ void EMB_FN(G(gemm))(emb_i m, emb_i n, emb_i k, const T *a, emb_i rsa, emb_i csa
                     continue;
                 }
                 if (!boff && rsb == 1 && nr == NR) {
-                    /* B's columns contiguous (x @ w.T): a transpose, 8 rows of the panel at a time, so
-                       each column is read in runs and the rows written stay in a few cache lines */
-                    emb_i p0, q, np;
-                    for (p0 = 0; p0 < kc; p0 += 8) {
-                        np = EMB_MIN(8, kc - p0);
-                        for (j = 0; j < NR; j++) {
-                            const T *EMB_RESTRICT src = b + (jc + jr + j) * csb + pc + p0;
-                            T *EMB_RESTRICT d = dst + p0 * NR + j;
-                            for (q = 0; q < np; q++)
-                                d[q * NR] = src[q];
-                        }
-                    }
+                    /* B's columns contiguous (x @ w.T): the panel is a transpose of NR rows of w */
+                    TRANSPOSE(b + (jc + jr) * csb + pc, csb, NR, kc, dst, NR, 0);
                     continue;
                 }
                 for (p = 0; p < kc; p++) {
@@ -411,6 +436,10 @@ void EMB_FN(G(gemm))(emb_i m, emb_i n, emb_i k, const T *a, emb_i rsa, emb_i csa
                     emb_i mr = EMB_MIN(MR, mc - ir);
                     T *dst = ap + ir * kc;
                     const T *src = a + (ic + ir) * rsa + pc * csa;
+                    if (csa == 1 && mr == MR) { /* A's rows contiguous: the panel is their transpose */
+                        TRANSPOSE(src, rsa, MR, kc, dst, MR, 0);
+                        continue;
+                    }
                     for (p = 0; p < kc; p++) {
                         T *d = dst + p * MR;
                         for (i = 0; i < mr; i++)

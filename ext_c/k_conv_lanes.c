@@ -12,6 +12,7 @@
    Images go in groups small enough that the group's layouts (EMB_CONV_LANES_BYTES) stay in L2; the
    layouts are block transposes in registers. Only where the ISA build has vectors. */
 #include "k_common.h"
+#include "k_transpose.h"
 
 #ifndef EMB_CONV_LANES_BYTES
 #define EMB_CONV_LANES_BYTES (1 << 20) /* most bytes of one group's input and output layouts */
@@ -107,67 +108,6 @@ static void *lanes_align(void *p)
 #endif
 #define LANES_RQ 4
 
-/* dst[j * ds + i] = src[i * rs + j] (plus *add where given) for i < rows, j < cols: the edges of
-   transpose_f32's blocks, and float64 */
-#define TRANSPOSE_EDGES(rv, cv) \
-    for (i = 0; i < rows; i++) \
-        for (j = i < (rv) ? (cv) : 0; j < cols; j++) \
-            dst[j * ds + i] = add ? src[i * rs + j] + *add : src[i * rs + j];
-
-static void transpose_f64(const double *src, emb_i rs, emb_i rows, emb_i cols, double *dst, emb_i ds,
-                          const double *add)
-{
-    emb_i i, j;
-    TRANSPOSE_EDGES(0, 0)
-}
-
-/* float32 by square blocks of one vector's lanes, each transposed in registers: log2(lanes) rounds
-   of interleaving row r with row r + lanes / 2 (four rounds of 16 shuffles for 16 lanes) */
-#if defined(EMB_SHUFFLE) && EMB_VEC_BYTES >= 16
-#define TR_VL (EMB_VEC_BYTES / 4)
-#if TR_VL == 16
-#define TR_LO EMB_LO16
-#define TR_HI EMB_HI16
-#elif TR_VL == 8
-#define TR_LO EMB_LO8
-#define TR_HI EMB_HI8
-#else
-#define TR_LO EMB_LO4
-#define TR_HI EMB_HI4
-#endif
-typedef float tr_vf __attribute__((vector_size(TR_VL * 4), aligned(4), may_alias));
-
-static void transpose_f32(const float *src, emb_i rs, emb_i rows, emb_i cols, float *dst, emb_i ds,
-                          const float *add)
-{
-    emb_i rv = rows / TR_VL * TR_VL, cv = cols / TR_VL * TR_VL, i0, j0, i, j;
-    int r, round;
-    for (i0 = 0; i0 < rv; i0 += TR_VL)
-        for (j0 = 0; j0 < cv; j0 += TR_VL) {
-            tr_vf v[TR_VL], t[TR_VL];
-            for (r = 0; r < TR_VL; r++) v[r] = *(const tr_vf *)(src + (i0 + r) * rs + j0);
-            for (round = 1; round < TR_VL; round *= 2) {
-                for (r = 0; r < TR_VL / 2; r++) {
-                    t[2 * r] = __builtin_shufflevector(v[r], v[r + TR_VL / 2], TR_LO);
-                    t[2 * r + 1] = __builtin_shufflevector(v[r], v[r + TR_VL / 2], TR_HI);
-                }
-                for (r = 0; r < TR_VL; r++) v[r] = t[r];
-            }
-            if (add)
-                for (r = 0; r < TR_VL; r++) v[r] += *add;
-            for (r = 0; r < TR_VL; r++) *(tr_vf *)(dst + (j0 + r) * ds + i0) = v[r];
-        }
-    TRANSPOSE_EDGES(rv, cv)
-}
-#else
-static void transpose_f32(const float *src, emb_i rs, emb_i rows, emb_i cols, float *dst, emb_i ds,
-                          const float *add)
-{
-    emb_i i, j;
-    TRANSPOSE_EDGES(0, 0)
-}
-#endif
-#undef TRANSPOSE_EDGES
 
 /* lanes_product's row blocks below LANES_FR, each with its row count a constant */
 #define LANES_FR_CASE(SUF, R) \

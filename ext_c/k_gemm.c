@@ -1,6 +1,7 @@
 /* Matrix products: register-tiled GEMM for float32 and float64 (gemm_tmpl.h), and a plain loop
    for integers (wrapping, as Python ints reduced to the dtype would). */
 #include "k_common.h"
+#include "k_transpose.h"
 
 #ifndef EMB_GEMM_KC
 #define EMB_GEMM_KC 256
@@ -51,6 +52,7 @@
 
 #define T float
 #define SUF f32
+#define TRANSPOSE transpose_f32
 #define MR EMB_MR32
 #define NR EMB_NR32
 #define VL EMB_VL32
@@ -60,6 +62,7 @@
 #include "gemm_tmpl.h"
 #undef T
 #undef SUF
+#undef TRANSPOSE
 #undef MR
 #undef NR
 #undef VL
@@ -67,6 +70,7 @@
 
 #define T double
 #define SUF f64
+#define TRANSPOSE transpose_f64
 #define MR EMB_MR64
 #define NR EMB_NR64
 #define VL EMB_VL64
@@ -74,6 +78,7 @@
 #include "gemm_tmpl.h"
 #undef T
 #undef SUF
+#undef TRANSPOSE
 #undef MR
 #undef NR
 #undef VL

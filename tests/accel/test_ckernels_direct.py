@@ -63,6 +63,44 @@ def test_direct_gemm_rows_and_columns_have_the_bits_they_have_alone(m, n, k):
         assert part == [row[j0:j1] for row in full], ("columns", j0, j1)
 
 
+# (m, n, k), m at least a register tile's rows: B with contiguous columns (x @ w.T) is packed by
+# transposing blocks in registers (K blocks with a tail, a last panel narrower than a tile); a
+# transposed A (dh.T @ x) is packed into the tiles' row panels first
+LAYOUT_SHAPES = [(64, 128, 784), (24, 40, 100), (33, 70, 300), (9, 17, 45), (128, 100, 64), (40, 77, 64),
+                 (16, 800, 20)]
+
+
+@pytest.mark.parametrize("isa", ckernels.ISA_NAMES)
+@pytest.mark.parametrize("dtype", (ember.float32, ember.float64))
+@pytest.mark.parametrize("m,n,k", LAYOUT_SHAPES)
+def test_gemm_operand_layouts_sum_alike(m, n, k, dtype, isa):
+    """Packing only moves values: A or B stored transposed gives the bits of the contiguous product,
+    on each instruction set (their tiles and transposes differ in width)."""
+    if ckernels.ISA_NAMES.index(isa) > ckernels.native()[0].emb_best_isa():
+        pytest.skip("this CPU lacks " + isa)
+    first = ckernels.set_isa(isa)
+    try:
+        _layouts_sum_alike(m, n, k, dtype)
+    finally:
+        ckernels.set_isa(first)
+
+
+def _layouts_sum_alike(m, n, k, dtype):
+    at, bt = _rand((k, m), dtype, C, m + 5 * k).T, _rand((n, k), dtype, C, n + 11 * k).T
+    assert at._data.strides == (1, m) and bt._data.strides == (1, k)  # views: the kernels read them so
+    a, b = (ember.tensor(t.tolist(), dtype=dtype, device=C) for t in (at, bt))  # the same values, rows contiguous
+    assert a._data.strides is None and b._data.strides is None
+    want = (a @ b).tolist()
+    for x, y, what in ((a, bt, "B transposed"), (at, b, "A transposed"), (at, bt, "both")):
+        assert (x @ y).tolist() == want, what
+    tol = 3e-6 if dtype is ember.float32 else 1e-14
+    pure = (a.to(PURE) @ b.to(PURE)).tolist()
+    bound = (a.to(PURE).abs() @ b.to(PURE).abs()).tolist()
+    for gr, wr, br in zip(want, pure, bound):
+        for g, w, bd in zip(gr, wr, br):
+            assert abs(g - w) <= tol * bd + tol, (m, n, k, g, w)
+
+
 @pytest.mark.parametrize("batch", (1, 6, 16, 40))
 def test_linear_with_bias_on_the_direct_path(batch):
     """A bias is C's start: below 8 rows the products are added to it in order, from 8 rows their
