@@ -18,7 +18,7 @@ as arguments (they join the key) or declare them with ``feed``.
 import warnings
 
 import ember
-from ember.backend import chain, unwrap_to
+from ember.backend import chain, grad_device, unwrap_to
 
 from . import state as _state
 from .plan import Plan, leaves
@@ -37,7 +37,10 @@ class _Recorded:
     def __init__(self, plan, result, state_out, counters, lowered):
         self.plan = plan
         self.result = result  # the result's template: OutTensor leaves
-        self.state_out = state_out  # [(input position, OutTensor)] for holders the step replaced
+        self.state_out = state_out  # [(input position, Holder, OutTensor)] for holders the step replaced
+        # per state_out entry: for a trained parameter, the decorator its leaf is made at
+        self.leaf_at = [grad_device(o.device) if h.kind == "param" and o.dtype.kind == "f" else None
+                        for _, h, o in state_out]
         self.counters = counters  # [((optimizer index, param id, key), delta)]
         self.lowered = lowered  # a backend's lowering of the plan, or None
 
@@ -283,8 +286,12 @@ class Compiled:
             for (i, pid, k), d in rec.counters:  # the step did not happen
                 ins.optimizers[i].state[pid][k] -= d
             raise
-        for pos, h, o in rec.state_out:
-            if slots[o.i] is not arrays[pos]:  # else updated in place (inplace=True): the holder's tensor stands
+        for (pos, h, o), gdev in zip(rec.state_out, rec.leaf_at):
+            if slots[o.i] is arrays[pos]:  # updated in place (inplace=True): the holder's tensor stands
+                continue
+            if gdev is not None and h.owner.requires_grad:
+                h.owner._take_leaf(_leaf(o, slots, gdev, h.owner.id))
+            else:
                 h.put(_tensor(o, slots, base))
         return _build(rec.result, slots, base)
 
@@ -308,6 +315,17 @@ def _flush(tensors, result):
 # holds would wait for the garbage collector (a GPU pool would make new buffers meanwhile)
 def _tensor(o, slots, base):
     return ember.Tensor(_wrapped(o.device, slots[o.i], o.shape, o.dtype), o.shape, o.dtype, o.device)
+
+
+def _leaf(o, slots, gdev, id):
+    """A parameter's new value as ``Param.value`` makes it (``nn.module._as_leaf``): a leaf keyed by
+    the parameter's id at the decorator that records gradients, wrapped up to the tensor's device."""
+    a = slots[o.i]
+    for dev in reversed(_path(o.device)):
+        a = dev.wrap(a, o.shape, o.dtype)
+        if dev is gdev:
+            a = dev.require_grad(a, id)
+    return ember.Tensor(a, o.shape, o.dtype, o.device)
 
 
 def _build(v, slots, base):

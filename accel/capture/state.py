@@ -86,27 +86,30 @@ class Inputs:
         if id(m) in self._seen:
             return
         self._seen.add(id(m))
-        # Module._walk's order (depth first, a shared module once), reading each module's items once
+        # Module._walk's order (depth first, a shared module once), reading each module's items once;
+        # the hot loop of every replay, so its lookups are local
         walked = set()
         stack = [("", m)]
+        seen, key, tensor, Tensor = self._seen, self.key, self._tensor, ember.Tensor
         while stack:
             prefix, sub = stack.pop()
             if id(sub) in walked:
                 continue
             walked.add(id(sub))
-            self.key.append((prefix, sub.training))
+            key.append((prefix, sub.training))
             children = []
             for n, v in sub._items():
                 t = type(v)
                 if t is Param:
-                    if id(v) not in self._seen:
-                        self._seen.add(id(v))
-                        self._tensor(v.value, Holder("param", v))
-                elif t is ember.Tensor:
-                    self._tensor(v, Holder("buffer", sub, n))
+                    if id(v) not in seen:
+                        seen.add(id(v))
+                        tensor(v._value, Holder("param", v))
+                elif t is Tensor:
+                    tensor(v, Holder("buffer", sub, n))
                 elif isinstance(v, Module):
                     children.append((prefix + "." + n if prefix else n, v))
-            stack.extend(reversed(children))
+            if children:
+                stack.extend(reversed(children))
 
     def _optimizer(self, opt):
         self.key.append(("optimizer", id(opt)))

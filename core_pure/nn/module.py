@@ -71,6 +71,12 @@ class Param:
         v._param = self  # so that assigning this tensor to another module ties it (Module.__setattr__)
         self._value = v
 
+    def _take_leaf(self, t):
+        """Take ``t`` as the value without ``value``'s checks: ``t`` is already this parameter's leaf
+        (a captured step's replay makes it as the recorded step's ``value`` did)."""
+        t._param = self
+        self._value = t
+
     @property
     def requires_grad(self):
         """Whether optimizers train this parameter and ``backward`` computes its gradient."""

@@ -92,6 +92,26 @@ def test_replay_equals_eager(inner, make, shape):
         assert any(s[0] == 3 for s in rec.lowered.steps)
 
 
+@pytest.mark.parametrize("inner", [d for _, d in INNER], ids=IDS)
+def test_replayed_parameters_are_their_leaves(inner):
+    """A replay makes each trained parameter's new value as ``Param.value`` would: a leaf keyed by
+    the parameter's id and tied back to it, so an eager step after replays still trains it."""
+    from ember.nn.module import owner
+    (m1, o1), (m2, o2) = _pair(inner, MLP)
+    x, y = _data(Autodiff(inner), (6, 12))
+    step = compile(_step)
+    for _ in range(6):
+        _step(m1, o1, x, y)
+        step(m2, o2, x, y)
+    assert step.stats["replayed"] >= 3, step.stats
+    for p in m2.parameters():
+        v = p.value
+        node = ember.backend.grad_device(v.device).grad_node(v._data)
+        assert owner(v) is p and node is not None and node.is_leaf and node.id == p.id
+    assert _step(m1, o1, x, y).tolist() == _step(m2, o2, x, y).tolist()  # eagerly, from the replayed leaves
+    assert _weights(m1) == _weights(m2)
+
+
 def test_closure_step_and_new_batch_size_re_records():
     inner = ember.Cpu()
     (m1, o1), (m2, o2) = _pair(inner, MLP)
