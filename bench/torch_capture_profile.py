@@ -6,7 +6,9 @@ SGD, ``ember.accel.compile(step, inplace=True)``), beside PyTorch's own step as 
 Times, in microseconds, medians of interleaved rounds (each a batch of ``--reps`` calls ending
 with a synchronize): the whole step with its ``.item()``; the step without the read; the capture
 key alone (``collect``); the lowered plan's ``run`` alone; the CUDA graph's ``replay`` alone (back to
-back); PyTorch's graph step with its ``.item()``; and each graph's GPU time by CUDA events. Then cProfile over ``--profile`` whole steps (the host's
+back); PyTorch's graph step with its ``.item()``; each graph's GPU time by CUDA events; the host's
+time until a graph's ``replay`` and a whole step return (the GPU idle before each); and the kernels
+of one replay of each graph (torch.profiler). Then cProfile over ``--profile`` whole steps (the host's
 Python, by own time), and which of torch's multi-tensor ops with a 0-d tensor operand wait for the
 GPU (a CUDA graph cannot hold those). Without CUDA it says so and stops. The last line is one JSON
 object of the times.
@@ -53,6 +55,39 @@ def _gpu_time(torch, fn, n):
         end.synchronize()
         out.append(start.elapsed_time(end) * 1e3)
     return round(statistics.median(out), 2)
+
+
+def _host_time(fn, sync, n):
+    """Median microseconds until ``fn()`` returns to the host, the GPU idle before each call."""
+    out = []
+    for _ in range(n):
+        sync()
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1e6)
+    sync()
+    return round(statistics.median(out), 2)
+
+
+def _kernels(torch, fn, n):
+    """A table of the GPU kernels ``n`` calls of ``fn`` ran: name, calls per ``fn``, GPU time per call."""
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(n):
+            fn()
+        torch.cuda.synchronize()
+    rows, total = [], 0.0
+    for e in prof.key_averages():
+        t = getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0)
+        if t <= 0:
+            continue
+        rows.append((t / n, e.count / n, e.key))
+        total += t / n
+    rows.sort(reverse=True)
+    lines = ["  %8.2f us  x%-4g %s" % (t, c, k[:110]) for t, c, k in rows]
+    lines.append("  %8.2f us in %g kernels" % (total, sum(c for _, c, _ in rows)))
+    return "\n".join(lines)
 
 
 def _foreach_syncs(torch):
@@ -120,8 +155,14 @@ def main():
     }, sync, reps, rounds)
     for name, graph in (("graph_gpu_us", rec.lowered.graph), ("torch_graph_gpu_us", tstep.graph)):
         times[name] = _gpu_time(torch, graph.replay, rounds * 20)
+    for name, fn in (("graph_launch_host_us", rec.lowered.graph.replay), ("torch_graph_launch_host_us", tstep.graph.replay),
+                     ("step_host_us", captured)):
+        times[name] = _host_time(fn, sync, rounds * 20)
     for k, v in times.items():
         print("%-32s %9.2f" % (k, v))
+    for name, graph in (("ember's graph", rec.lowered.graph), ("PyTorch's graph", tstep.graph)):
+        print("kernels of one replay of %s (20 replays profiled):" % name)
+        print(_kernels(torch, graph.replay, 20))
     prof = cProfile.Profile()
     n = _arg("--profile", 300)
     prof.enable()

@@ -23,7 +23,9 @@ replay runs no template walk, no frontend, no autodiff: only the torch calls the
   have raised or stepped aside (a target checked by both a loss and its gradient is checked once).
   The write-back keeps the old state when the flag is up, and the replay reads the flag (one sync)
   and, if up, raises ``ReplayError``: the step reruns eagerly, raising its own IndexOutOfRange or
-  taking the composite.
+  taking the composite. A flag that only checks inputs as they came in (a loss's class indices) is
+  read once per new input: the same batch again (the same tensor, unchanged by torch's count of
+  in-place writes) is neither copied in again nor read about, and the replay waits for nothing.
 """
 import torch
 
@@ -162,6 +164,16 @@ class CudaGraphPlan:
         self.flag = torch.zeros((), dtype=torch.bool, device=self.device)  # None once no check is seen
         self._checks = 0
         self._classes = {}
+        # What the flag depends on: the inputs whose buffers the checks read as they are (a loss's
+        # class indices), and whether any check reads a computed value (a max pool's input). A flag
+        # of inputs only is read again only after one of them is copied in anew.
+        self._input_of = {id(s): i for i, s in self.static.items() if i not in written}
+        self._input_of_slot = set(self._input_of.values())  # the inputs a replay only reads
+        self.flag_inputs = set()
+        self.flag_computed = False
+        self._last = {}  # input slot -> (the array last copied in, its torch version then)
+        self._clear = False  # the last flag read was clear, and no input it depends on changed since
+        self.flag_reads = 0
         # warm-up on a side stream, then the capture, with the index checks the graph's own
         saved = checks.check_index, checks.check_classes, checks.any_true
         checks.check_index, checks.check_classes, checks.any_true = \
@@ -216,15 +228,24 @@ class CudaGraphPlan:
             slots[i] = buf
         return call
 
+    def _checked(self, t):
+        """Note what a check reads: one of the inputs' buffers, or a value the step computes."""
+        self._checks += 1
+        i = self._input_of.get(id(t))
+        if i is None or self.static[i] is not t:
+            self.flag_computed = True
+        else:
+            self.flag_inputs.add(i)
+
     def _check_index(self, index, n, dim, op):
         """``checks.check_index`` inside the graph: bad indices raise the flag and are clamped."""
-        self._checks += 1
+        self._checked(index)
         self.flag.logical_or_(((index < 0) | (index >= n)).any())
         return index.clamp(0, max(n - 1, 0))
 
     def _any_true(self, flags):
         """``checks.any_true`` inside the graph: the fast path, and the flag raised where it is wrong."""
-        self._checks += 1
+        self._checked(flags)
         self.flag.logical_or_(flags.any())
         return False
 
@@ -233,7 +254,7 @@ class CudaGraphPlan:
         hit = self._classes.get(id(target))
         if hit is not None and hit[0] is target and hit[1] == (c, ignore_index):
             return hit[2]
-        self._checks += 1
+        self._checked(target)
         keep = target != ignore_index
         safe = torch.where(keep, target, 0)
         clamped = safe.clamp(0, max(c - 1, 0))
@@ -274,27 +295,45 @@ class CudaGraphPlan:
         return outs
 
     def run(self, arrays, host=True):
-        for a, (shape, dtype) in zip(arrays, self.layouts):
+        static, last = self.static, self._last
+        for i, a, (shape, dtype) in zip(self.inputs, arrays, self.layouts):
+            s = static[i]
+            if a is s:  # the state the graph updates in place: its own buffer
+                continue
             if type(a) is not torch.Tensor or a.shape != shape or a.dtype != dtype or a.device != self.device:
                 raise ReplayError("an input's layout differs from the recording's")
-        static = self.static
-        for i, a in zip(self.inputs, arrays):
-            s = static[i]
-            if a is not s:
-                s.copy_(a)
+            # the array copied in last time, unchanged since (torch counts in-place writes): its
+            # buffer still holds it (the graph writes only the state's)
+            try:
+                version = a._version
+            except RuntimeError:  # an inference tensor keeps no count
+                version = None
+            seen = last.get(i)  # (none for the state the graph writes: its buffer holds the new state)
+            if version is not None and seen is not None and seen[0] is a and seen[1] == version:
+                continue
+            s.copy_(a)
+            if i in self._input_of_slot:
+                last[i] = (a, version)
+            if i in self.flag_inputs:
+                self._clear = False
         if host:
             feeds = self.feeds
             _run_host(self.plan, None, lambda x, a: feeds[x].copy_(a), self._fed)
         for random, args, buf in self.draws:  # ember's stream, drawn again: fresh numbers each replay
             buf.copy_(random(*args))
         self.graph.replay()
-        if self.flag is not None and bool(self.flag):
-            raise ReplayError("an index was out of range, or an input needs the composite (a nan in a max pool)")
         slots = [None] * self.nslots
-        for o, r in self.outs.items():
+        for o, r in self.outs.items():  # queued before the flag's read, which then waits for them too
             slots[o] = r.clone()
         for i, o in self.state_in:
             slots[o] = static[i]
+        flag = self.flag
+        if flag is not None and (self.flag_computed or not self._clear):
+            self.flag_reads += 1
+            if bool(flag):
+                self._clear = False
+                raise ReplayError("an index was out of range, or an input needs the composite (a nan in a max pool)")
+            self._clear = True
         return slots
 
 

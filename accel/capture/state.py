@@ -119,15 +119,44 @@ class Inputs:
         self.optimizers.append(opt)
         fed = ("params", "lr") if getattr(opt, "CAPTURE", False) else ("params",)  # lr is refilled
         for g in opt.param_groups:
-            self.key.append(tuple((k, repr(v)) for k, v in sorted(g.items()) if k not in fed))
-        for pid in sorted(opt.state):
-            s = opt.state[pid]
+            self.key.append(_group_key(g, fed))
+        key, tensor, Tensor = self.key, self._tensor, ember.Tensor
+        state = opt.state
+        for pid in sorted(state):
+            s = state[pid]
             for k in sorted(s):
                 v = s[k]
-                if type(v) is ember.Tensor:
-                    self._tensor(v, Holder("state", opt, pid, k))
+                if type(v) is Tensor:
+                    tensor(v, Holder("state", opt, pid, k))
                 else:
-                    self.key.append((pid, k, type(v).__name__))
+                    key.append((pid, k, type(v).__name__))
+
+
+_group_keys = {}  # id(param group) -> (the group, its size, its (name, value) pairs then, its key)
+_MISSING = object()
+
+
+def _frozen(v):
+    return type(v) in _PLAIN or type(v) is tuple and all(type(x) in _PLAIN for x in v)
+
+
+def _group_key(g, fed):
+    """A param group's hyperparameters as a key, by repr. Where every value is immutable the key is
+    kept, and made again only when a value is no longer the same object (or a name came or went)."""
+    hit = _group_keys.get(id(g))
+    if hit is not None and hit[0] is g and hit[1] == len(g):
+        for k, v in hit[2]:
+            if g.get(k, _MISSING) is not v:
+                break
+        else:
+            return hit[3]
+    items = [(k, v) for k, v in sorted(g.items()) if k not in fed]
+    key = tuple((k, repr(v)) for k, v in items)
+    if all(_frozen(v) for _, v in items):
+        if len(_group_keys) > 256:  # groups come and go with their optimizers: keep the cache small
+            _group_keys.clear()
+        _group_keys[id(g)] = (g, len(g), items, key)
+    return key
 
 
 def _is_optimizer(v):

@@ -112,6 +112,47 @@ def test_replayed_parameters_are_their_leaves(inner):
     assert _weights(m1) == _weights(m2)
 
 
+def test_changed_hyperparameters_re_record():
+    """The key's part for a param group is kept between calls only while each value is the same
+    immutable object: new betas, a new weight decay, each record again."""
+    inner = ember.Cpu()
+    models = [MLP(ember.Generator(0)).to(Autodiff(inner)) for _ in range(2)]
+    opts = [Adam(m, lr=0.01) for m in models]
+    x, y = _data(Autodiff(inner), (6, 12))
+    step = compile(_step)
+
+    def both(n):
+        for _ in range(n):
+            assert step(models[0], opts[0], x, y).tolist() == _step(models[1], opts[1], x, y).tolist()
+        assert _weights(models[0]) == _weights(models[1])
+
+    both(4)
+    recorded = step.stats["recorded"]
+    for o in opts:
+        o.param_groups[0]["betas"] = (0.5, 0.999)
+    both(4)
+    assert step.stats["recorded"] == recorded + 1, step.stats
+    for o in opts:
+        o.param_groups[0]["weight_decay"] = 0.01
+    both(4)
+    assert step.stats["recorded"] == recorded + 2, step.stats
+
+
+def test_param_group_key_is_kept_only_for_the_same_immutable_values():
+    from ember.accel.capture.state import _group_key
+    g = {"params": [], "lr": 0.1, "momentum": 0.9}
+    k = _group_key(g, ("params",))
+    assert _group_key(g, ("params",)) is k  # kept
+    g["momentum"] = 0.5
+    assert _group_key(g, ("params",)) != k
+    g["nesterov"] = True  # a name more
+    assert ("nesterov", "True") in _group_key(g, ("params",))
+    h = {"params": [], "sizes": [1, 2]}  # a list may change in place: never kept
+    k = _group_key(h, ("params",))
+    h["sizes"][0] = 3
+    assert _group_key(h, ("params",)) == (("sizes", "[3, 2]"),) != k
+
+
 def test_closure_step_and_new_batch_size_re_records():
     inner = ember.Cpu()
     (m1, o1), (m2, o2) = _pair(inner, MLP)

@@ -214,6 +214,43 @@ def test_cuda_state_is_updated_in_place_in_the_graphs_buffers():
     assert all(id(unwrap_to(p.value.device, p.value._data, base)) in held for p in m.parameters())
 
 
+def _torch_array(t):
+    from ember.backend import chain, unwrap_to
+    return unwrap_to(t.device, t._data, chain(t.device)[-1])
+
+
+@CUDA
+def test_cuda_same_batch_again_is_neither_copied_nor_checked_again():
+    """The flag of a loss's class check depends only on the targets as they came in: replaying the
+    same batch reads it once, a new batch (or the same tensor written in place) copies and reads again."""
+    dev = Autodiff(Torch("cuda"))
+    (m, o), (m2, o2) = _pair(dev, momentum=0.9)
+    x, y = _data(dev, 8)
+    step = compile(_step, inplace=True)
+    for _ in range(6):
+        assert step(m, o, x, y).tolist() == _step(m2, o2, x, y).tolist()
+    (rec,) = step._plans.values()
+    plan = rec.lowered
+    assert plan.flag is not None and plan.flag_inputs and not plan.flag_computed
+    reads = plan.flag_reads
+    for _ in range(3):
+        assert step(m, o, x, y).tolist() == _step(m2, o2, x, y).tolist()
+    assert plan.flag_reads == reads  # unchanged targets: no read, no wait
+    x2, y2 = _data(dev, 8, seed=2)
+    assert step(m, o, x2, y2).tolist() == _step(m2, o2, x2, y2).tolist()
+    assert plan.flag_reads == reads + 1
+    _torch_array(x2).mul_(2)  # in place: torch's version count moves, the replay copies it in again
+    _torch_array(y2).copy_(torch.tensor([4, 3, 2, 1, 0, 1, 2, 3]))
+    assert step(m, o, x2, y2).tolist() == _step(m2, o2, x2, y2).tolist()
+    assert plan.flag_reads == reads + 2
+    _torch_array(y2)[0] = 7  # a bad class index written in place is still caught
+    with pytest.raises(IndexError):
+        step(m, o, x2, y2)
+    with pytest.raises(IndexError):
+        _step(m2, o2, x2, y2)
+    assert _weights(m) == _weights(m2)
+
+
 class ConvNet(Module):
     def __init__(self, gen):
         super().__init__()
