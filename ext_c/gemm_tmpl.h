@@ -411,9 +411,14 @@ void EMB_FN(G(gemm))(emb_i m, emb_i n, emb_i k, const T *a, emb_i rsa, emb_i csa
                     }
                     continue;
                 }
-                if (!boff && rsb == 1 && nr == NR) {
-                    /* B's columns contiguous (x @ w.T): the panel is a transpose of NR rows of w */
-                    TRANSPOSE(b + (jc + jr) * csb + pc, csb, NR, kc, dst, NR, 0);
+                if (!boff && rsb == 1) {
+                    /* B's columns contiguous (x @ w.T): the panel is a transpose of nr rows of w,
+                       the columns past them zero */
+                    TRANSPOSE(b + (jc + jr) * csb + pc, csb, nr, kc, dst, NR, 0);
+                    if (nr < NR)
+                        for (p = 0; p < kc; p++)
+                            for (j = nr; j < NR; j++)
+                                dst[p * NR + j] = 0;
                     continue;
                 }
                 for (p = 0; p < kc; p++) {
@@ -436,8 +441,12 @@ void EMB_FN(G(gemm))(emb_i m, emb_i n, emb_i k, const T *a, emb_i rsa, emb_i csa
                     emb_i mr = EMB_MIN(MR, mc - ir);
                     T *dst = ap + ir * kc;
                     const T *src = a + (ic + ir) * rsa + pc * csa;
-                    if (csa == 1 && mr == MR) { /* A's rows contiguous: the panel is their transpose */
-                        TRANSPOSE(src, rsa, MR, kc, dst, MR, 0);
+                    if (csa == 1) { /* A's rows contiguous: the panel is their transpose, rows past them zero */
+                        TRANSPOSE(src, rsa, mr, kc, dst, MR, 0);
+                        if (mr < MR)
+                            for (p = 0; p < kc; p++)
+                                for (i = mr; i < MR; i++)
+                                    dst[p * MR + i] = 0;
                         continue;
                     }
                     for (p = 0; p < kc; p++) {
