@@ -1,5 +1,6 @@
 """torch's kernels for cross entropy over (N, C) logits and int64 class indices, forward and
-backward (the composites ``cross_entropy`` and ``cross_entropy_input_grad``).
+backward (the composites ``cross_entropy`` and ``cross_entropy_input_grad``); the gradient reuses
+its forward's log-probabilities where it follows it on the same arrays.
 
 The composite takes some fifteen primitives forward and twenty backward (a gather, a scatter, the
 masks of ``ignore_index``); torch's ``cross_entropy`` is two kernels, and the gradient here
@@ -9,8 +10,9 @@ them (``checks.check_classes``: one read, or a flag inside a CUDA graph), since 
 torch's kernel would end the CUDA context. Label smoothing, other shapes and dtypes run the
 composite: torch computes the same values in another order (a few ulp apart).
 """
+import weakref
+
 import torch
-import torch.nn.functional as TF
 
 from ember.composite import COMPOSITES, register_fused
 from ember.tensor import Tensor
@@ -38,25 +40,67 @@ def _takes(x, target, weight, ignore_index, reduction, label_smoothing):
         and type(ignore_index) is int and _INT64[0] <= ignore_index < _INT64[1]
 
 
+# The last forward's log-probabilities and the kept targets' weight, for its gradient (the same
+# kernels on the same arrays: the same bits), so a step computes them once. Kept while the logits
+# and targets are those objects, unchanged (torch counts in-place writes), and only while small:
+# a language model's (N, vocabulary) would hold its memory until the next call.
+_KEEP_MAX = 1 << 20  # elements of log-probabilities worth keeping
+_last = [None]
+
+
+def _forward(xd, t, w, red, ignore_index):
+    logp = torch.log_softmax(xd, 1)
+    out, total = torch.ops.aten.nll_loss_forward(logp, t, w, red, ignore_index)
+    return logp, out, total
+
+
 def _cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     if not _takes(input, target, weight, ignore_index, reduction, label_smoothing):
         return COMPOSITES["cross_entropy"](input, target, weight, ignore_index, reduction, label_smoothing)
-    t = checks.check_classes(target._data, input.shape[1], ignore_index, "cross_entropy")
-    out = TF.cross_entropy(input._data, t, None if weight is None else weight._data,
-                           ignore_index=ignore_index, reduction=reduction)
+    xd, td = input._data, target._data
+    t = checks.check_classes(td, input.shape[1], ignore_index, "cross_entropy")
+    w = None if weight is None else weight._data
+    red = _REDUCTIONS[reduction]
+    logp, out, total = _forward(xd, t, w, red, ignore_index)  # torch's cross_entropy, its parts kept
+    _last[0] = None
+    versions = _version(xd), _version(td)
+    if logp.numel() <= _KEEP_MAX and None not in versions:
+        _last[0] = (weakref.ref(xd), versions[0], weakref.ref(td), versions[1], w, red, ignore_index, t, logp,
+                    total)
     return Tensor(out, tuple(out.shape), input.dtype, input.device)
+
+
+def _version(a):
+    try:
+        return a._version
+    except RuntimeError:  # an inference tensor keeps no count
+        return None
+
+
+def _kept(xd, td, w, red, ignore_index):
+    """(checked targets, log-probabilities, total weight) of the last forward when it had these arrays."""
+    k = _last[0]
+    if k is None or k[0]() is not xd or k[2]() is not td or k[4] is not w or k[5] != red or k[6] != ignore_index:
+        return None
+    if k[1] != _version(xd) or k[3] != _version(td):
+        return None
+    return k[7], k[8], k[9]
 
 
 def _cross_entropy_input_grad(g, x, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     if not _takes(x, target, weight, ignore_index, reduction, label_smoothing) or type(g) is not Tensor \
             or g.device != x.device or g.dtype is not x.dtype:
         return COMPOSITES["cross_entropy_input_grad"](g, x, target, weight, ignore_index, reduction, label_smoothing)
-    xd = x._data
-    t = checks.check_classes(target._data, x.shape[1], ignore_index, "cross_entropy")
+    xd, td = x._data, target._data
     w = None if weight is None else weight._data
     red = _REDUCTIONS[reduction]
-    logp = torch.log_softmax(xd, 1)
-    total = torch.ops.aten.nll_loss_forward(logp, t, w, red, ignore_index)[1]  # the kept targets' weight
+    kept = _kept(xd, td, w, red, ignore_index)
+    if kept is not None:
+        t, logp, total = kept
+        _last[0] = None  # used once: the step's memory is its own again
+    else:
+        t = checks.check_classes(td, x.shape[1], ignore_index, "cross_entropy")
+        logp, _, total = _forward(xd, t, w, red, ignore_index)  # total: the kept targets' weight
     glogp = torch.ops.aten.nll_loss_backward(g._data, logp, t, w, red, ignore_index, total)
     gx = torch.ops.aten._log_softmax_backward_data(glogp, logp, 1, xd.dtype)
     return Tensor(gx, x.shape, x.dtype, x.device)

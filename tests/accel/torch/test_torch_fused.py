@@ -136,3 +136,44 @@ def test_cross_entropy_cases_the_fused_path_leaves_to_the_composite(ce_bodies):
         F.cross_entropy(x[:, :, 0], ember.tensor([0, 2, 1], device=Torch()))
     with pytest.raises(ArgumentError, match="cross_entropy: reduction must be"):
         F.cross_entropy(x[:, :, 0], ember.tensor([0, 2], device=Torch()), reduction=["mean"])
+
+
+def test_cross_entropy_gradient_reuses_its_forwards_log_probabilities(monkeypatch):
+    """The gradient right after its forward, on the same arrays, takes the forward's log-probabilities
+    (the same kernels on the same arrays, so the same bits); logits written in place since, or too
+    large to keep, are computed again."""
+    import torch
+    from ember.accel.autodiff import composites as ad_composites
+    from ember.accel.torch import loss
+    runs = []
+    real = loss._forward
+    monkeypatch.setattr(loss, "_forward", lambda *a: runs.append(1) or real(*a))
+    ember.seed(8)
+    x = ember.randn(6, 5, device=Torch())
+    y = ember.tensor([0, 4, 2, -100, 1, 3], device=Torch())
+    g = ember.tensor(0.5, device=Torch())
+
+    def grad():
+        return ad_composites.cross_entropy_input_grad(g, x, y).tolist()
+    loss._last[0] = None
+    alone = grad()  # no forward before it: computes its own
+    assert len(runs) == 1
+    F.cross_entropy(x, y)
+    assert len(runs) == 2 and grad() == alone and len(runs) == 2  # reused, same bits
+    assert grad() == alone and len(runs) == 3  # used once: the next gradient computes again
+    F.cross_entropy(x, y)
+    x._data.mul_(2)  # in place: torch's count moves, the kept values are stale
+    twice = grad()
+    assert len(runs) == 5 and twice != alone
+    loss._last[0] = None
+    assert grad() == twice
+    monkeypatch.setattr(loss, "_KEEP_MAX", 10)  # 30 log-probabilities: too many to keep
+    runs.clear()
+    F.cross_entropy(x, y)
+    grad()
+    assert len(runs) == 2 and loss._last[0] is None
+    from ember.accel import from_torch
+    with torch.inference_mode():  # inference tensors keep no version count: nothing is kept
+        xi = from_torch(torch.randn(6, 5))
+        F.cross_entropy(xi, y)
+    assert loss._last[0] is None
