@@ -346,7 +346,7 @@ def compile(fn=None, *, lower=True, inplace=False):
     ``@compile``. ``lower=False`` keeps the generic replay (each primitive called from Python) even
     where the backend can lower the plan to its own kernels. By default the step's state (parameters,
     optimizer buffers) gets fresh tensors every replay, so no tensor a replay returned is overwritten
-    (ember's value semantics; two copies per state tensor in the CUDA graph of ``Torch("cuda")``).
+    (ember's value semantics; one copy per state tensor after the CUDA graph of ``Torch("cuda")``).
     ``inplace=True`` lets a lowering that can (that CUDA graph) update the state in its own buffers:
     faster, but a tensor of the old state kept from before a replay then sees the new values."""
     if fn is None:

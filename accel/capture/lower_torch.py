@@ -12,9 +12,11 @@ replay runs no template walk, no frontend, no autodiff: only the torch calls the
   replay) and per random draw. ember's numbers are drawn on the host by its own generator (the same
   stream as every device), so each draw runs again before the replay, outside the graph, and is
   copied into its buffer: fresh numbers every replay, the eager step's numbers. The step's new state
-  (parameters, optimizer buffers) is written back into the input buffers inside the graph, and the
-  holders get those buffers: the state is updated in place, and the next replay copies nothing for
-  it. Results are cloned after the replay (the graph's own memory is overwritten by the next one).
+  (parameters, optimizer buffers) is written back into the input buffers inside the graph. With
+  ``compile(..., inplace=True)`` the holders get those buffers: the state is updated in place. By
+  default they get copies, and a copy handed back unchanged (the same tensor, torch's version count
+  unmoved) is not copied in again: the buffer holds its values. Either way the next replay copies
+  nothing for the state. Results are cloned after the replay (the graph's own memory is overwritten by the next one).
   Warm-up runs three times on a side stream first, as PyTorch's docs require.
   On CUDA the Torch device decides a few things with a read (``accel/torch/checks.py``: the indices
   of ``gather``, ``scatter`` and a loss's class indices; whether a max pool's input holds a nan),
@@ -122,8 +124,9 @@ class TorchPlan:
 class CudaGraphPlan:
     """The plan's kernel launches as one CUDA graph over static buffers (see the module doc)."""
 
-    def __init__(self, plan, trace, state_in):
+    def __init__(self, plan, trace, state_in, inplace=True):
         from ember.accel.torch import checks
+        self.inplace = inplace  # the holders get the state's buffers (else copies of them)
         base = plan.base
         self.plan = plan
         self.base = base
@@ -326,7 +329,11 @@ class CudaGraphPlan:
         for o, r in self.outs.items():  # queued before the flag's read, which then waits for them too
             slots[o] = r.clone()
         for i, o in self.state_in:
-            slots[o] = static[i]
+            if self.inplace:
+                slots[o] = static[i]
+            else:  # a copy for the holder; the buffer keeps its values, so handed back it is not copied in
+                v = slots[o] = static[i].clone()
+                last[i] = (v, v._version)
         flag = self.flag
         if flag is not None and (self.flag_computed or not self._clear):
             self.flag_reads += 1
@@ -342,7 +349,10 @@ def lower(plan, trace):
     base = plan.base
     if base.device.type == "cuda":
         try:
-            return CudaGraphPlan(plan, trace, getattr(plan, "state_in", [])), None
+            # the graph always writes the new state into its state buffers; in place, the holders
+            # get those buffers, else copies of them
+            pairs = getattr(plan, "state_pairs", [])
+            return CudaGraphPlan(plan, trace, pairs, inplace=bool(getattr(plan, "state_in", []))), None
         except ReplayError:
             raise
         except Exception as e:  # the generic replay still runs: say why

@@ -251,6 +251,39 @@ def test_cuda_same_batch_again_is_neither_copied_nor_checked_again():
     assert _weights(m) == _weights(m2)
 
 
+@CUDA
+def test_cuda_copied_state_handed_back_is_not_copied_in_again():
+    """By default the holders get copies of the graph's state buffers (never the buffers), and a copy
+    handed back unchanged is not copied in: the buffer holds its values. A state tensor the program
+    replaced, or wrote in place, is copied in."""
+    dev = Autodiff(Torch("cuda"))
+    (m, o), (m2, o2) = _pair(dev, momentum=0.9)
+    x, y = _data(dev, 8)
+    step = compile(_step)
+    for _ in range(5):
+        assert step(m, o, x, y).tolist() == _step(m2, o2, x, y).tolist()
+    (rec,) = step._plans.values()
+    plan = rec.lowered
+    assert not plan.inplace
+    buffers = {id(b) for b in plan.static.values()}
+    held = [_torch_array(p.value) for p in m.parameters()]
+    assert not any(id(a) in buffers for a in held)
+    assert {id(a) for a in held} <= {id(v[0]) for v in plan._last.values()}  # the buffers hold them
+    old = [p.value for p in m.parameters()]
+    old_values = [t.tolist() for t in old]
+    assert step(m, o, x, y).tolist() == _step(m2, o2, x, y).tolist()
+    assert [t.tolist() for t in old] == old_values  # a step's copies are never written again
+    assert _weights(m) == _weights(m2)
+    for model in (m, m2):  # replaced by the program: copied in
+        model.fc2.bias = ember.zeros(5, device=dev)
+    assert step(m, o, x, y).tolist() == _step(m2, o2, x, y).tolist()
+    _torch_array(m.fc1.weight).mul_(0.5)  # written in place: copied in
+    _torch_array(m2.fc1.weight).mul_(0.5)
+    for _ in range(2):
+        assert step(m, o, x, y).tolist() == _step(m2, o2, x, y).tolist()
+    assert _weights(m) == _weights(m2)
+
+
 class ConvNet(Module):
     def __init__(self, gen):
         super().__init__()
