@@ -132,8 +132,8 @@ class Inputs:
                     key.append((pid, k, type(v).__name__))
 
 
-_group_keys = {}  # id(param group) -> (the group, its size, its (name, value) pairs then, its key)
-_MISSING = object()
+_group_keys = {}  # id(param group) -> (its names, its (name, value) pairs then, its key); no group
+_MISSING = object()  # is held (a group's params would stay alive), so names and values are compared
 
 
 def _frozen(v):
@@ -142,20 +142,21 @@ def _frozen(v):
 
 def _group_key(g, fed):
     """A param group's hyperparameters as a key, by repr. Where every value is immutable the key is
-    kept, and made again only when a value is no longer the same object (or a name came or went)."""
+    kept, and made again when a name came or went or a value is no longer the same object (a group
+    that took a freed one's id has its own names and values)."""
     hit = _group_keys.get(id(g))
-    if hit is not None and hit[0] is g and hit[1] == len(g):
-        for k, v in hit[2]:
+    if hit is not None and hit[0] == tuple(g):
+        for k, v in hit[1]:
             if g.get(k, _MISSING) is not v:
                 break
         else:
-            return hit[3]
+            return hit[2]
     items = [(k, v) for k, v in sorted(g.items()) if k not in fed]
     key = tuple((k, repr(v)) for k, v in items)
     if all(_frozen(v) for _, v in items):
         if len(_group_keys) > 256:  # groups come and go with their optimizers: keep the cache small
             _group_keys.clear()
-        _group_keys[id(g)] = (g, len(g), items, key)
+        _group_keys[id(g)] = (tuple(g), items, key)
     return key
 
 

@@ -151,6 +151,19 @@ def test_param_group_key_is_kept_only_for_the_same_immutable_values():
     k = _group_key(h, ("params",))
     h["sizes"][0] = 3
     assert _group_key(h, ("params",)) == (("sizes", "[3, 2]"),) != k
+    import gc
+    import weakref
+    from ember.accel.capture import state
+
+    class Big:  # stands for a group's parameters
+        pass
+    big = Big()
+    held = weakref.ref(big)
+    _group_key({"params": [big], "lr": 0.1}, ("params", "lr"))
+    del big
+    gc.collect()
+    assert held() is None  # the cache holds no group, so not its parameters
+    assert all(type(v) is tuple and len(v) == 3 for v in state._group_keys.values())
 
 
 def test_closure_step_and_new_batch_size_re_records():
