@@ -191,44 +191,52 @@ static inline __attribute__((always_inline)) void G(direct_rows)(int R, emb_i n,
     }
 }
 
-/* the whole product with B's rows contiguous and few rows of A: no packing (at these sizes packing
+/* MR rows of A side by side, dst[p * MR + r] = A(r, p): read by the tiles from one pointer (with
+   A's own strides they keep MR offsets in registers, and spill them) */
+static inline __attribute__((always_inline)) void G(pack_rows)(const T *a, emb_i rsa, emb_i csa, emb_i k, T *dst)
+{
+    emb_i p;
+    int r;
+    if (csa == 1) {
+        TRANSPOSE(a, rsa, MR, k, dst, MR, 0);
+        return;
+    }
+    for (p = 0; p < k; p++)
+        for (r = 0; r < MR; r++)
+            dst[p * MR + r] = a[r * rsa + p * csa];
+}
+
+/* MR rows of C from A's rows packed by G(pack_rows); B without an offset table gets its own copy of
+   the tiles' loop, free of the table's test */
+static inline __attribute__((always_inline)) void G(direct_packed)(emb_i n, emb_i k, const T *ap, const T *b,
+                                                                   const emb_i *boff, emb_i rsb, T *c, emb_i ldc,
+                                                                   int mode)
+{
+    if (boff)
+        G(direct_rows)(MR, n, k, ap, 1, MR, b, boff, rsb, c, ldc, mode);
+    else
+        G(direct_rows)(MR, n, k, ap, 1, MR, b, 0, rsb, c, ldc, mode);
+}
+
+/* the whole product with B's rows contiguous and few rows of A: no packing of B (at these sizes it
    costs more than it saves); rows in blocks of MR, then 4, 2, 1 */
 static void G(direct)(emb_i m, emb_i n, emb_i k, const T *a, emb_i rsa, emb_i csa, const T *b, const emb_i *boff,
                       emb_i rsb, T *c, emb_i ldc, int mode, T *work, emb_i room)
 {
-    T ap[MR * KC]; /* MR rows of A side by side (ap[p * MR + r]), where they fit */
-    emb_i i = 0, p;
-    int r;
-    if (k <= KC && n >= NR && work && m / MR * MR * k <= room) {
-        /* every block of MR rows packed into work first, then B by columns: one NR-wide column of
-           B stays in L1 while each block of rows passes over it */
-        emb_i mb = m / MR * MR, j, nj;
-        for (; i < mb; i += MR)
-            for (p = 0; p < k; p++)
-                for (r = 0; r < MR; r++)
-                    work[i * k + p * MR + r] = a[(i + r) * rsa + p * csa];
-        for (j = 0; j < n; j += NR) {
-            nj = EMB_MIN(NR, n - j);
+    T ap[MR * KC]; /* one block's rows packed, where they fit */
+    emb_i i = 0, mb = m / MR * MR, j;
+    if (k <= KC && n >= NR && work && mb * k <= room) {
+        /* every block of rows packed into work first, then B by columns: one NR-wide column of B
+           stays in L1 while each block of rows passes over it */
+        for (i = 0; i < mb; i += MR)
+            G(pack_rows)(a + i * rsa, rsa, csa, k, work + i * k);
+        for (j = 0; j < n; j += NR)
             for (i = 0; i < mb; i += MR)
-                if (boff)
-                    G(direct_rows)(MR, nj, k, work + i * k, 1, MR, b + j, boff, rsb, c + i * ldc + j, ldc, mode);
-                else
-                    G(direct_rows)(MR, nj, k, work + i * k, 1, MR, b + j, 0, rsb, c + i * ldc + j, ldc, mode);
-        }
-    }
-    if (k <= KC && n >= NR) {
-        /* A's rows packed once per block, read by every tile of it from one pointer: the tiles
-           of a strided A keep MR offsets in registers, and spill them. B without an offset table
-           gets its own copy of the loop, free of the table's test. */
-        for (; i + MR <= m; i += MR) {
-            const T *src = a + i * rsa;
-            for (p = 0; p < k; p++)
-                for (r = 0; r < MR; r++)
-                    ap[p * MR + r] = src[r * rsa + p * csa];
-            if (boff)
-                G(direct_rows)(MR, n, k, ap, 1, MR, b, boff, rsb, c + i * ldc, ldc, mode);
-            else
-                G(direct_rows)(MR, n, k, ap, 1, MR, b, 0, rsb, c + i * ldc, ldc, mode);
+                G(direct_packed)(EMB_MIN(NR, n - j), k, work + i * k, b + j, boff, rsb, c + i * ldc + j, ldc, mode);
+    } else if (k <= KC && n >= NR) {
+        for (; i < mb; i += MR) {
+            G(pack_rows)(a + i * rsa, rsa, csa, k, ap);
+            G(direct_packed)(n, k, ap, b, boff, rsb, c + i * ldc, ldc, mode);
         }
     }
     for (; i + MR <= m; i += MR)

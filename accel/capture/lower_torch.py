@@ -31,6 +31,8 @@ replay runs no template walk, no frontend, no autodiff: only the torch calls the
 """
 import torch
 
+from ember.accel.torch.arrays import version
+
 from .lower_c import ReplayError
 from .plan import _resolve, _store
 from .trace import Slot
@@ -307,16 +309,13 @@ class CudaGraphPlan:
                 raise ReplayError("an input's layout differs from the recording's")
             # the array copied in last time, unchanged since (torch counts in-place writes): its
             # buffer still holds it (the graph writes only the state's)
-            try:
-                version = a._version
-            except RuntimeError:  # an inference tensor keeps no count
-                version = None
-            seen = last.get(i)  # (none for the state the graph writes: its buffer holds the new state)
-            if version is not None and seen is not None and seen[0] is a and seen[1] == version:
+            count = version(a)  # None for an inference tensor: always copied
+            seen = last.get(i)  # for the state the graph writes: the copy it last handed out
+            if count is not None and seen is not None and seen[0] is a and seen[1] == count:
                 continue
             s.copy_(a)
             if i in self._input_of_slot:
-                last[i] = (a, version)
+                last[i] = (a, count)
             if i in self.flag_inputs:
                 self._clear = False
         if host:
@@ -333,7 +332,7 @@ class CudaGraphPlan:
                 slots[o] = static[i]
             else:  # a copy for the holder; the buffer keeps its values, so handed back it is not copied in
                 v = slots[o] = static[i].clone()
-                last[i] = (v, v._version)
+                last[i] = (v, version(v))
         flag = self.flag
         if flag is not None and (self.flag_computed or not self._clear):
             self.flag_reads += 1

@@ -132,8 +132,10 @@ class Inputs:
                     key.append((pid, k, type(v).__name__))
 
 
-_group_keys = {}  # id(param group) -> (its names, its (name, value) pairs then, its key); no group
-_MISSING = object()  # is held (a group's params would stay alive), so names and values are compared
+# id(param group) -> (its names, its (name, value) pairs then, its key). The group itself is not
+# held (its params would stay alive with it): its names and values are compared instead.
+_group_keys = {}
+_MISSING = object()
 
 
 def _frozen(v):

@@ -31,6 +31,15 @@ LOW = (torch.float16, torch.bfloat16)
 SUPPORTED = "bool, int8, uint8, int32, int64, float16, bfloat16, float32 or float64"
 
 
+def version(a):
+    """torch's count of in-place writes to ``a`` (shared by its views), or None for an inference
+    tensor, which keeps none: what tells a tensor seen before from the same tensor written since."""
+    try:
+        return a._version
+    except RuntimeError:
+        return None
+
+
 def ember_dtype(x):
     """The ember dtype a Torch-device array holds."""
     return EMBER[x.dtype]

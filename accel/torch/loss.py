@@ -18,7 +18,7 @@ from ember.composite import COMPOSITES, register_fused
 from ember.tensor import Tensor
 
 from . import checks
-from .arrays import F32, F64, I64
+from .arrays import F32, F64, I64, version
 from .device import Torch
 
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
@@ -63,18 +63,11 @@ def _cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mea
     red = _REDUCTIONS[reduction]
     logp, out, total = _forward(xd, t, w, red, ignore_index)  # torch's cross_entropy, its parts kept
     _last[0] = None
-    versions = _version(xd), _version(td)
+    versions = version(xd), version(td)
     if logp.numel() <= _KEEP_MAX and None not in versions:
         _last[0] = (weakref.ref(xd), versions[0], weakref.ref(td), versions[1], w, red, ignore_index, t, logp,
                     total)
     return Tensor(out, tuple(out.shape), input.dtype, input.device)
-
-
-def _version(a):
-    try:
-        return a._version
-    except RuntimeError:  # an inference tensor keeps no count
-        return None
 
 
 def _kept(xd, td, w, red, ignore_index):
@@ -82,7 +75,7 @@ def _kept(xd, td, w, red, ignore_index):
     k = _last[0]
     if k is None or k[0]() is not xd or k[2]() is not td or k[4] is not w or k[5] != red or k[6] != ignore_index:
         return None
-    if k[1] != _version(xd) or k[3] != _version(td):
+    if k[1] != version(xd) or k[3] != version(td):
         return None
     return k[7], k[8], k[9]
 
