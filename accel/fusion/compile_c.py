@@ -210,6 +210,11 @@ class CCompiler:
     def layout(self, array_):
         return array_.layout() if type(array_) is CpuArray else None
 
+    def layout_key(self, array_):
+        """What fixes ``layout(array_)`` for an array of a known shape, made without computing
+        strides (the scheduler's graph key): an implicit-contiguous array is (None, 0)."""
+        return (array_.strides, array_.offset) if type(array_) is CpuArray else None
+
     def supports(self, kernel):
         return self._verdict(kernel) is None
 
@@ -247,6 +252,33 @@ class CCompiler:
             return self._matmul(kernel, space, inputs)
         outs = self._rows(kernel, space, inputs, None)
         return outs if outs is not None else self._interpreter.run(kernel, space, inputs)
+
+    def prepare(self, kernel, space, inputs):
+        """``run`` for graphs that repeat: a ``_Call`` that runs ``kernel`` over ``space`` again on
+        arrays of the same strides and offsets as ``inputs`` (built and checked by a ``run`` that
+        came first), skipping that run's checks and lookups. None where ``run`` takes another way
+        (the interpreter, an empty space, an epilogue-free product)."""
+        space = tuple(space)
+        if getattr(kernel, "key", None) is None or self._verdicts.get(kernel, False) is not None or \
+                kernel in self._interpreted:
+            return None
+        gemm = None
+        rows_space, strides = space, [tuple(st) for _, st, _ in inputs]
+        if kernel.kind == "matmul":
+            batch, (m, n, k) = space[:-3], space[-3:]
+            if k == 0 or numel(batch) * m * n == 0 or \
+                    ([i for i, _ in kernel.outputs] == [0] * len(kernel.outputs) and kernel.nodes[0][0] == "acc"):
+                return None
+            rows_space = batch + (m, n)
+            strides = [st if j not in (kernel.a, kernel.b) else (0,) * kernel.rank for j, st in enumerate(strides)]
+            gemm = _Gemm(kernel, batch, m, n, k, inputs)
+        known = self._plans.get((kernel, "matmul" if gemm else "row", rows_space, tuple(strides)))
+        if known is None or known[1] is None:
+            return None
+        plan, lib = known
+        if not plan.fits or plan.total == 0 or plan.n == 0:
+            return None
+        return _Call(lib, plan, [off for _, _, off in inputs], gemm, kernel)
 
     def _lib(self, kernel, variant):
         key = (kernel, variant)
@@ -331,6 +363,70 @@ class CCompiler:
         if rc < 0:
             raise MemoryError("fusion matmul: the C kernels could not allocate their workspace")
         return out
+
+
+class _Gemm:
+    """A fused product's GEMM call for one layout: ``a @ b`` into a fresh buffer."""
+
+    __slots__ = ("dtype", "code", "total", "a", "b", "shape_args", "keep")
+
+    def __init__(self, kernel, batch, m, n, k, inputs):
+        cd = _cdevice()
+        (_, ast, aoff), (_, bst, boff) = inputs[kernel.a], inputs[kernel.b]
+        nb = len(batch)
+        bs, sa, sb = array("q", batch or (1,)), array("q", ast[:nb] or (0,)), array("q", bst[:nb] or (0,))
+        self.keep = (bs, sa, sb)
+        self.dtype, self.code, self.total = cd._DT[dtype_of(kernel.acc_dtype)], _CODES[kernel.acc_dtype], numel(batch) * m * n
+        self.a, self.b = (kernel.a, aoff), (kernel.b, boff)
+        self.shape_args = (nb, bs.buffer_info()[0], sa.buffer_info()[0], sb.buffer_info()[0], m, n, k,
+                           ast[nb], ast[nb + 1], bst[nb], bst[nb + 1])
+
+    def __call__(self, arrays):
+        (ka, aoff), (kb, boff) = self.a, self.b
+        abuf, bbuf = _buffer(arrays[ka]), _buffer(arrays[kb])
+        nb, bs, sa, sb, m, n, k, a0, a1, b0, b1 = self.shape_args
+        out = _cdevice()._fresh(self.code, self.total)
+        size = abuf.itemsize
+        rc = _cdevice()._lib.emb_matmul(self.dtype, nb, bs, sa, sb, m, n, k, abuf.buffer_info()[0] + aoff * size,
+                                        a0, a1, bbuf.buffer_info()[0] + boff * size, b0, b1, out.buffer_info()[0], 0,
+                                        ckernels.num_threads())
+        if rc < 0:
+            raise MemoryError("fusion matmul: the C kernels could not allocate their workspace")
+        return out
+
+
+class _Call:
+    """``CCompiler.prepare``'s result: ``call(arrays)`` runs a built kernel on arrays laid out as
+    the run that built it (the arrays in the kernel's input order); returns the outputs."""
+
+    __slots__ = ("lib", "plan", "offsets", "gemm", "skip", "block")
+
+    def __init__(self, lib, plan, offsets, gemm, kernel):
+        self.lib, self.plan, self.offsets, self.gemm = lib, plan, offsets, gemm
+        self.skip = (kernel.a, kernel.b) if gemm is not None else ()
+        self.block = plan.args([0] * len(offsets), [0] * len(plan.outs), 0)
+
+    def __call__(self, arrays):
+        plan = self.plan
+        acc = self.gemm(arrays) if self.gemm is not None else None
+        fresh = _cdevice()._fresh
+        outs = [fresh(code, count) for code, count, _, _ in plan.outs]
+        block = array("q", self.block)  # a copy per call: calls may overlap (the GIL is released)
+        at, keep, skip = plan._in_at, [], self.skip
+        for k, a in enumerate(arrays):
+            if k not in skip:
+                buf = _buffer(a)
+                keep.append(buf)
+                block[at + k] = buf.buffer_info()[0] + self.offsets[k] * buf.itemsize
+        at = plan._out_at
+        for k, b in enumerate(outs):
+            block[at + k] = b.buffer_info()[0]
+        if acc is not None:
+            block[-1] = acc.buffer_info()[0]
+        threads = max(1, min(ckernels.num_threads(), plan.work // _WORK_PER_THREAD))
+        if self.lib.fk_run(block.buffer_info()[0], threads, _parallel() if threads > 1 else 0) < 0:
+            raise MemoryError("fusion: no memory for a row kernel's scratch (%d values a row)" % plan.n)
+        return _finish(plan, outs)
 
 
 def _finish(plan, outs):

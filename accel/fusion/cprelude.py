@@ -154,11 +154,13 @@ static inline float fk_expf(float x)
     return x < -87.3f ? 0.0f : p * scale.f;
 }
 
-/* erf(x) as x P(x^2) / Q(x^2) on [-4, 4] (Eigen's fast erf: a few ulp), +-1 beyond. Computed on
-   |x| and given x's sign: the clamp is one compare (nan stays nan, so no caller needs a guard) */
+/* erf(x) as x P(x^2) / Q(x^2) on [-4, 4] (Eigen's fast erf: a few ulp), +-1 beyond. The form is
+   odd, so clamping x itself keeps its sign (and -0.0) with no abs and copysign: rounding is
+   symmetric, so the bits are those of computing on |x|. nan fails both compares and stays nan, so
+   no caller needs a guard */
 static inline float fk_erff(float a)
 {
-    float ax = fabsf(a), x = ax > 4.0f ? 4.0f : ax, x2 = x * x, p, q;
+    float x = a > 4.0f ? 4.0f : a < -4.0f ? -4.0f : a, x2 = x * x, p, q;
     p = FK_FMA(-2.72614225801306e-10f, x2, 2.77068142495902e-08f);
     p = FK_FMA(p, x2, -2.10102402082508e-06f);
     p = FK_FMA(p, x2, -5.69250639462346e-05f);
@@ -169,7 +171,7 @@ static inline float fk_erff(float a)
     q = FK_FMA(q, x2, -1.68282697438203e-03f);
     q = FK_FMA(q, x2, -7.37332916720468e-03f);
     q = FK_FMA(q, x2, -1.42647390514189e-02f);
-    return copysignf(x * p / q, a);
+    return x * p / q;
 }
 
 typedef void (*fk_task)(void *ctx, int tid, int nt);

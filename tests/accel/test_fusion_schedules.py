@@ -136,3 +136,74 @@ def test_equal_constants_of_other_bits_or_types_are_other_kernels(dev):
     nan = float("nan")
     for _ in range(2):  # a nan constant keys like itself: the second call finds the first kernel
         assert all(v != v for v in (x + nan).tolist())
+
+
+# -- prepared calls: a repeated graph on the C Cpu runs the compiler's prepared call ---------------
+
+@pytest.fixture
+def runs(monkeypatch):
+    """How many kernels went through ``CCompiler.run`` (checks, lookups) rather than a prepared call."""
+    from ember.accel.fusion.compile_c import CCompiler
+    count = [0]
+    run = CCompiler.run
+
+    def counted(self, kernel, space, inputs):
+        count[0] += 1
+        return run(self, kernel, space, inputs)
+    monkeypatch.setattr(CCompiler, "run", counted)
+    return count
+
+
+def gelu(v):
+    return v * ((v / math.sqrt(2)).erf() + 1) / 2
+
+
+@pytest.mark.parametrize("name, f, shapes", [
+    ("softmax", softmax, [(6, 40)]),
+    ("gelu", gelu, [(3, 50)]),
+    ("permuted softmax", lambda v: softmax(v.permute(1, 0)), [(9, 14)]),
+    ("sliced rows", lambda v: (v[1:, ::2] * 2 + 1).exp(), [(7, 12)]),
+    ("compare", lambda v: (v > 0.25), [(5, 11)]),
+    ("matmul epilogue", lambda a, w, b: gelu(a @ w.permute(1, 0) + b), [(6, 10), (4, 10), (4,)]),
+])
+def test_a_repeated_graph_runs_its_prepared_call(runs, name, f, shapes):
+    dev = _c()
+    for seed in range(4):
+        xs = [data(s, 10 * seed + k) for k, s in enumerate(shapes)]
+        got = f(*[x.to(dev) for x in xs])
+        want = f(*xs)
+        if want.dtype is ember.bool:
+            assert got.tolist() == want.tolist(), name
+        else:
+            close(got, want, 1e-5)
+        if seed == 1:
+            first = runs[0]
+    # the first call builds and runs, the second runs and prepares; later ones only call
+    assert runs[0] == first, name
+    assert all(s.call is not None for s in dev.schedules.values()), name
+
+
+def test_a_prepared_call_still_reports_to_a_trace(runs):
+    from ember.accel.fusion import trace
+    dev = _c()
+    for seed in range(3):
+        x = data((4, 30), seed)
+        with trace() as t:
+            close(softmax(x.to(dev)), softmax(x))
+        assert len(t.kernels) == 1
+    assert runs[0] == 3  # traced calls take the reporting path
+
+
+def test_an_explicitly_strided_contiguous_input_is_right():
+    # an array whose strides are spelt out keys apart from an implicit contiguous one of the same
+    # layout (layout_key); both give the right values
+    from ember.backends.cpu.array import CpuArray
+    dev = _c()
+    x = data((5, 8), 7)
+    want = softmax(x).tolist()
+    for explicit in (False, True, False, True):
+        v = x.to(dev)
+        if explicit:
+            a = v._data.node.value
+            v._data.node.value = CpuArray(a.data, a.shape, a.dtype, (8, 1), 0)
+        close(softmax(v), ember.tensor(want))
