@@ -19,6 +19,7 @@ the step (``to_list``/``to_bytes``: the values would be frozen) and draws from a
 a primitive (the numbers would repeat every replay). ``refused`` says why, in words. Only the
 recording thread's calls are recorded; one step is recorded at a time.
 """
+import sys
 from _thread import get_ident as _thread_id
 
 import ember
@@ -115,7 +116,6 @@ class _Launch:
 
 def _compilers():
     """The fusion compilers loaded so far (a kernel needs its compiler's module to be loaded)."""
-    import sys
     found = []
     for module, name in (("ember.accel.fusion.compile_wgsl", "WgslCompiler"),
                          ("ember.accel.fusion.compile_c", "CCompiler"),
@@ -236,6 +236,10 @@ class Trace:
         for cls in _compilers():
             self._saved.append((cls, "run", cls.__dict__["run"], True))
             cls.run = self._kernel(cls.__dict__["run"])
+        schedule = sys.modules.get("ember.accel.fusion.schedule")
+        if schedule is not None:  # no prepared calls around the wrapped ``run``s
+            self._saved.append((schedule, "WATCHED", schedule.WATCHED, True))
+            schedule.WATCHED = True
         self._saved.append((Generator, "next_u32", Generator.next_u32, True))
         Generator.next_u32 = self._draw(Generator.next_u32)
         _active.append(self)

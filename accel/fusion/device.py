@@ -10,7 +10,6 @@ and the inner device's compiler (``compilers.py``) runs them.
 Errors are raised at the op that causes them: the frontend validates shapes and dtypes before a
 primitive is called, and what only the inner device can judge runs eagerly.
 """
-import weakref
 
 from ember import dtypes
 from ember.backend import Decorator
@@ -107,8 +106,8 @@ class Fusion(Decorator):
         return Lazy(Node("input", (), tuple(shape), dtype, value))
 
     def _lazy(self, op, args, shape, dtype):
-        h = Lazy(Node(op, args, tuple(shape), dtype))
-        self._recent.append(weakref.ref(h))
+        h = Lazy(Node(op, args, shape if type(shape) is tuple else tuple(shape), dtype))
+        self._recent.append(h.node.handle)  # the weakref Lazy made
         if len(self._recent) > self.max_pending:
             self.flush()
         return h

@@ -79,6 +79,19 @@ A backend that fuses provides ``compiler()`` returning an object with:
 ``run`` is where compiled code is cached (in memory by ``kernel.key``; on disk where compiling is
 slow: see ``cache.py``). It must not read anything back to the host.
 
+Two optional methods make a repeated graph cheaper (a model calls the same graphs every step):
+
+    layout_key(array) -> hashable              what fixes ``layout(array)`` for an array of a
+                                               known shape, cheaper to get (the C Cpu's
+                                               ``(strides, offset)`` attributes, None while
+                                               implicit); the scheduler's graph key holds it
+    prepare(kernel, space, inputs) -> call | None
+                                               after a ``run`` of these arguments: a callable
+                                               ``call(arrays)`` running the kernel again on
+                                               arrays of the same strides and offsets (in the
+                                               kernel's input order), without ``run``'s checks
+                                               and lookups; the scheduler keeps it with the graph
+
 Decisions the compilers follow where the text above leaves room
 ---------------------------------------------------------------
 - A ``const`` stands for the Python scalar the primitive would have received. The frontend has

@@ -23,6 +23,9 @@ from .graph import ELEMENTWISE, Node, topo
 
 FUSABLE_REDUCES = ir.REDUCE_OPS
 SCHEDULES = 512  # graph shapes a device remembers (then it starts afresh)
+# True while something wraps the compilers' ``run`` to see every kernel (a step capture recording,
+# accel/capture/trace.py): then a repeated graph goes through ``run`` too, not its prepared call
+WATCHED = False
 
 
 class Unfusable(Exception):
@@ -48,9 +51,14 @@ def _compute(device, node):
     compiler = device.compiler
     if compiler is not None:
         graph = _Graph(compiler, node)
-        known = device.schedules.get(graph.key) if graph.key is not None else None
-        if known is not None and known.call is not None and not TRACERS:
-            known.run(graph, inner)  # a repeated graph: its prepared call, nothing built or checked
+        try:
+            known = device.schedules.get(graph.key)  # the key is hashed here only (tuples keep no hash)
+        except TypeError:  # a parameter that is not hashable: this graph is built every time
+            known = graph.key = None
+        # a repeated graph runs its prepared call, nothing built or checked -- unless something
+        # watches every kernel: explain's traces, a step capture recording (WATCHED)
+        if known is not None and known.call is not None and not TRACERS and not WATCHED:
+            known.run(graph, inner)
             return
         if known is not None:
             kernel, space, inputs, outputs, shapes = known.bind(graph)
@@ -83,8 +91,8 @@ class _Graph:
     parameters, shape, dtype and whether the program holds it, with its arguments as positions in
     ``nodes`` (the walk order) or in ``values`` (the computed arrays it reads, with their layouts).
     Two graphs of one key build the same kernel, so a schedule found once is bound to the next
-    graph of that key without building it again (a model's calls repeat their graphs). ``key`` is
-    None for a graph holding a parameter that is not hashable."""
+    graph of that key without building it again (a model's calls repeat their graphs). ``_compute``
+    sets ``key`` to None for a graph holding a parameter that is not hashable."""
 
     __slots__ = ("key", "nodes", "values")
 
@@ -129,12 +137,7 @@ class _Graph:
                 if type(a) is Node and a.value is None and id(a) not in at:
                     stack += (a, False)
         self.nodes, self.values = nodes, values
-        key = tuple(key)
-        try:
-            hash(key)
-        except TypeError:
-            key = None
-        self.key = key
+        self.key = tuple(key)
 
 
 class _Schedule:
