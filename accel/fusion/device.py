@@ -31,6 +31,12 @@ INNER_COMPOSITES = ("pool_input_grad", "conv_input_grad", "conv_weight_grad")
 INNER_WHEN_COMPUTED = ("reduce_dims",)
 
 
+def _pending(ref):
+    """Whether the handle behind ``ref`` is alive and its node not computed yet."""
+    h = ref()
+    return h is not None and h.node.value is None
+
+
 def _computed(t):
     return type(t._data) is Lazy and t._data.node.value is not None
 
@@ -107,9 +113,15 @@ class Fusion(Decorator):
 
     def _lazy(self, op, args, shape, dtype):
         h = Lazy(Node(op, args, shape if type(shape) is tuple else tuple(shape), dtype))
-        self._recent.append(h.node.handle)  # the weakref Lazy made
-        if len(self._recent) > self.max_pending:
-            self.flush()
+        recent = self._recent
+        recent.append(h.node.handle)  # the weakref Lazy made
+        if len(recent) > self.max_pending:
+            # most entries are done by now (computed by a read, or dropped): only a stream that
+            # still holds many pending nodes is flushed. Flushing whenever the list was long cut a
+            # training step's graphs at another op each step: new kernels, built every few steps
+            self._recent = recent = [r for r in recent if _pending(r)]
+            if len(recent) > self.max_pending // 2:
+                self.flush()
         return h
 
     def _value(self, a):

@@ -304,6 +304,8 @@ class _Builder:
         if any(not p for _, p in self.outputs) and (not self.phases or type(self.phases[-1]) is not ir.Map):
             if self.matmul is None:
                 self.phases.append(ir.Map())
+        if kind == "row" and id(anchor) not in self.reduce_phase:
+            raise Unfusable()  # its anchor sat below a held node this kernel computes first
         if self.matmul is not None:
             kernel = ir.MatmulKernel(self.rank, self.a, self.b, self.matmul.dtype.name, self.inputs,
                                      self.nodes, self.outputs)
@@ -357,6 +359,9 @@ class _Builder:
             if tuple(node.shape) == tuple(space) and src == _identity(rank):
                 found.append(("matmul", node, None))
             return
+        if self._held(node) and src != _identity(rank) and not any(
+                src == _row_identity(rank, d) and node.shape[d] == 1 for d in range(rank)):
+            return  # read where no kernel over this space can store it: a boundary (see _expr)
         for a, s in self._children(node, src):
             self._scan(a, s, space, found, seen)
 
@@ -391,12 +396,23 @@ class _Builder:
         hit = self.memo.get(key)
         if hit is not None:
             return hit
-        idx = self._translate(node, src)
+        if self._held(node) and self._written_as(node, src) is None:
+            # the program holds it, but this kernel reads it where it cannot store it (a bias read
+            # broadcast over a batch): inlined, it would never be stored, and the next graph would
+            # compute it again -- a parameter updated every step grew every step's kernel
+            idx = self._load(self._boundary(node), src, node)
+        else:
+            idx = self._translate(node, src)
+            if self._held(node):
+                self._output(node, idx, None, src)  # the program holds it: write it from this kernel
         self.memo[key] = idx
-        if node is not self.root and node.value is None and node.alive() and node.op not in ("reduce", "expand",
-                                                                                     "permute", "reshape"):
-            self._output(node, idx, None, src)  # the program holds it: write it from this kernel
         return idx
+
+    def _held(self, node):
+        """A pending node other than the root that the program holds (views and reduces aside: a
+        view is read through, a reduce's phase writes its own output)."""
+        return node is not self.root and node.value is None and node.alive() and \
+            node.op not in ("reduce", "expand", "permute", "reshape")
 
     def _translate(self, node, src):
         if node.value is not None:
@@ -489,14 +505,21 @@ class _Builder:
         self.args.append((value, tuple(strides[d] if node.shape[d] != 1 else 0 for d in dims), offset))
         return k
 
+    def _written_as(self, node, src):
+        """How a node read at index map ``src`` is stored by this kernel: False (at every index of
+        the space), True (once per row), or None (it cannot be: read through a broadcast or a
+        permutation)."""
+        if src == _identity(self.rank) and tuple(node.shape) == tuple(self.space):
+            return False
+        if self.dim is not None and src == _row_identity(self.rank, self.dim) and \
+                tuple(node.shape) == tuple(self.space[:self.dim]) + (1,) + tuple(self.space[self.dim + 1:]):
+            return True
+        return None
+
     def _output(self, node, idx, per_row, src=None):
         if per_row is None:  # an inlined node the program holds: only at the kernel's own index
-            if src == _identity(self.rank) and tuple(node.shape) == tuple(self.space):
-                per_row = False
-            elif self.dim is not None and src == _row_identity(self.rank, self.dim) and \
-                    tuple(node.shape) == tuple(self.space[:self.dim]) + (1,) + tuple(self.space[self.dim + 1:]):
-                per_row = True
-            else:
+            per_row = self._written_as(node, src)
+            if per_row is None:
                 return
         if any(n is node for n in self.output_nodes):
             return

@@ -206,6 +206,18 @@ def test_a_long_stream_is_computed_before_it_grows_without_bound():
     assert [y.tolist() for y in ys] == [(data((4,)) + i).tolist() for i in range(20)]
 
 
+def test_a_stream_of_computed_or_dropped_ops_is_not_flushed():
+    # the length of the stream counts only what is still pending: ops a read computed already, or
+    # whose tensors are gone, never make a flush cut the graph of the ops recorded after them
+    dev = Fusion(CPU, max_pending=8, compiler=Oracle(CPU))
+    x, = on(dev, data((4,)))
+    for i in range(30):
+        assert (x * 2 + i).tolist() == (data((4,)) * 2 + i).tolist()  # read: computed, then dropped
+    held = [x + i for i in range(3)]
+    y = x * 3  # recorded beside 3 pending ops (and 60 done ones): nothing computed yet
+    assert y._data.node.value is None and all(h._data.node.value is None for h in held)
+
+
 def test_a_compiler_that_declines_runs_the_ops_unfused():
     class Declines(Oracle):
         def supports(self, kernel):

@@ -207,3 +207,35 @@ def test_an_explicitly_strided_contiguous_input_is_right():
             a = v._data.node.value
             v._data.node.value = CpuArray(a.data, a.shape, a.dtype, (8, 1), 0)
         close(softmax(v), ember.tensor(want))
+
+
+def test_a_held_node_read_through_a_broadcast_is_stored(dev):
+    # a bias updated every step and read broadcast by the next step's kernel is computed and
+    # stored (a boundary), not inlined into its reader: inlined, it was never stored, and each
+    # step's kernel held the whole history of updates (a training step's kernels grew every step)
+    x, b0 = data((4, 5), 1), data((5,), 2)
+    want_b = b0
+    b = b0.to(dev)
+    xd = x.to(dev)
+    sizes = []
+    for step in range(6):
+        y = (xd + b).exp()
+        want_y = (x + want_b).exp()
+        close(y, want_y, 1e-5)
+        assert b._data.node.value is not None, step  # stored by the read above
+        b = b * 0.5 + 1.0
+        want_b = want_b * 0.5 + 1.0
+        sizes.append(len(schedule._Graph(dev.compiler, ((xd + b).exp())._data.node).nodes))
+    assert len(set(sizes)) == 1, sizes
+    close(b, want_b)
+
+
+def test_a_held_node_at_the_kernels_index_is_still_written_by_it(dev, builds):
+    # the same node read at the kernel's own index needs no kernel of its own: one kernel, two outputs
+    x = data((4, 5), 3)
+    v = x.to(dev)
+    h = v * 2.0 + 1.0
+    y = (h + v).exp()
+    close(y, ((x * 2.0 + 1.0) + x).exp(), 1e-5)
+    close(h, x * 2.0 + 1.0)
+    assert builds[0] == 1
