@@ -16,6 +16,11 @@ Nodes the program still holds that the walk inlines at the kernel's own index ar
 outputs of the same kernel, so nothing is computed twice; intermediates nobody holds are never
 written. When the compiler cannot take a kernel (``supports`` False, an array it cannot address),
 the root's ops run unfused on the inner device, one primitive each.
+
+A model's calls repeat their graphs, so what a build found is kept by the graph's shape
+(``_Graph.key``): the kernel (``_Schedule``, with the compiler's prepared call once it has run),
+or, for a graph with boundaries, which of its nodes to compute first (``_Boundaries``) beside the
+kernel of the graph left after them. A repeated graph builds nothing.
 """
 from . import ir
 from .explain import TRACERS
@@ -57,6 +62,10 @@ def _compute(device, node):
             known = graph.key = None
         # a repeated graph runs its prepared call, nothing built or checked -- unless something
         # watches every kernel: explain's traces, a step capture recording (WATCHED)
+        if type(known) is _Boundaries:  # nodes computed first; the graph left is another key
+            known.compute_first(device, graph)
+            _compute(device, node)
+            return
         if known is not None and known.call is not None and not TRACERS and not WATCHED:
             known.run(graph, inner)
             return
@@ -69,12 +78,8 @@ def _compute(device, node):
                 shapes = builder.output_shapes
             except Unfusable:
                 kernel = None
-            if kernel is not None and graph.key is not None and not builder.computed:
-                known = _Schedule.of(graph, kernel, space, inputs, outputs, shapes)
-                if known is not None:
-                    if len(device.schedules) >= SCHEDULES:
-                        device.schedules.clear()
-                    device.schedules[graph.key] = known
+            if kernel is not None and graph.key is not None:
+                known = _remember(device, graph, builder, node, kernel, space, inputs, outputs, shapes)
         if kernel is not None:
             values = compiler.run(kernel, space, inputs)
             if known is not None and known.call is None and hasattr(compiler, "prepare"):
@@ -84,6 +89,47 @@ def _compute(device, node):
                 n.set(v if shape == n.shape else inner.reshape(v, n.shape))
             return
     _eager(device, node)
+
+
+def _remember(device, graph, builder, root, kernel, space, inputs, outputs, shapes):
+    """Keep the kernel built for ``graph`` (its ``_Schedule``, returned), or None. Where the
+    build computed boundaries first, ``graph``'s key is kept as those nodes' positions
+    (``_Boundaries``) and the kernel under the key of the graph left once they are computed."""
+    if len(device.schedules) >= SCHEDULES:
+        device.schedules.clear()
+    if not builder.boundaries:
+        known = _Schedule.of(graph, kernel, space, inputs, outputs, shapes)
+        if known is not None:
+            device.schedules[graph.key] = known
+        return known
+    at = dict((id(n), i) for i, n in enumerate(graph.nodes))
+    if any(id(b) not in at for b in builder.boundaries):
+        return None
+    rest = _Graph(device.compiler, root)
+    known = _Schedule.of(rest, kernel, space, inputs, outputs, shapes)
+    try:
+        if known is not None:
+            device.schedules[rest.key] = known
+    except TypeError:
+        return None
+    device.schedules[graph.key] = _Boundaries([at[id(b)] for b in builder.boundaries])
+    return known
+
+
+class _Boundaries:
+    """A graph key whose kernel needs some of its nodes computed first (each by its own kernel):
+    their positions in the graph's walk, in the order the build computed them."""
+
+    __slots__ = ("positions",)
+
+    def __init__(self, positions):
+        self.positions = positions
+
+    def compute_first(self, device, graph):
+        nodes = graph.nodes
+        for i in self.positions:
+            if nodes[i].value is None:
+                _compute(device, nodes[i])
 
 
 class _Graph:
@@ -271,7 +317,7 @@ class _Builder:
         self.output_nodes = []
         self.output_shapes = []  # what the compiler returns for each output (reshaped to the node's)
         self.matmul = None
-        self.computed = False  # True once a boundary ran a kernel of its own
+        self.boundaries = []  # the pending nodes computed first, by kernels of their own
 
     # -- choosing the kernel --------------------------------------------------------------------
     def build(self):
@@ -473,7 +519,7 @@ class _Builder:
         if type(node) is not Node:
             return node
         if node.value is None:
-            self.computed = True
+            self.boundaries.append(node)
             _compute(self.device, node)
         return node.value
 
