@@ -78,10 +78,6 @@ def _buffer(a):
     return array(code, d)
 
 
-def _fresh(dtype, n):
-    return _cdevice()._fresh(_CODES[dtype], n)
-
-
 def _result(buf, shape, dtype):
     if dtype == "bool":
         return CpuArray(list(map(bool, buf)), shape, dtype_of(dtype))
@@ -349,20 +345,7 @@ class CCompiler:
         code = _CODES[kernel.acc_dtype]
         if k == 0 or total == 0:
             return array(code, [0]) * total
-        cd = _cdevice()
-        (a, ast, aoff), (b, bst, boff) = inputs[kernel.a], inputs[kernel.b]
-        abuf, bbuf = _buffer(a), _buffer(b)
-        nb = len(batch)
-        bs, sa, sb = array("q", batch or (1,)), array("q", ast[:nb] or (0,)), array("q", bst[:nb] or (0,))
-        out = _fresh(kernel.acc_dtype, total)
-        size = abuf.itemsize
-        rc = cd._lib.emb_matmul(cd._DT[dtype_of(kernel.acc_dtype)], nb, bs.buffer_info()[0], sa.buffer_info()[0],
-                                sb.buffer_info()[0], m, n, k, abuf.buffer_info()[0] + aoff * size, ast[nb], ast[nb + 1],
-                                bbuf.buffer_info()[0] + boff * size, bst[nb], bst[nb + 1], out.buffer_info()[0], 0,
-                                ckernels.num_threads())
-        if rc < 0:
-            raise MemoryError("fusion matmul: the C kernels could not allocate their workspace")
-        return out
+        return _Gemm(kernel, batch, m, n, k, inputs)([a for a, _, _ in inputs])
 
 
 class _Gemm:
