@@ -60,12 +60,12 @@ def _compute(device, node):
             known = device.schedules.get(graph.key)  # the key is hashed here only (tuples keep no hash)
         except TypeError:  # a parameter that is not hashable: this graph is built every time
             known = graph.key = None
-        # a repeated graph runs its prepared call, nothing built or checked -- unless something
-        # watches every kernel: explain's traces, a step capture recording (WATCHED)
         if type(known) is _Boundaries:  # nodes computed first; the graph left is another key
             known.compute_first(device, graph)
             _compute(device, node)
             return
+        # a repeated graph runs its prepared call, nothing built or checked -- unless something
+        # watches every kernel: explain's traces, a step capture recording (WATCHED)
         if known is not None and known.call is not None and not TRACERS and not WATCHED:
             known.run(graph, inner)
             return
