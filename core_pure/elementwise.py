@@ -44,13 +44,23 @@ def _compute_dtype(op, dtype):
     return dtype
 
 
+# a Python number -> its float32 rounding: a model's few constants, rounded at every op otherwise
+# (an int and a float that compare equal round alike, so they may share an entry)
+_F32 = {}
+
+
 def _scalar_as(value, dtype, op):
     """A Python scalar as the dtype ``op`` computes in holds it (docs/architecture.md §3): a float
     dtype rounds it (an int beyond the float range is ±inf), an integer dtype must hold an int."""
     if dtype.kind == "f":
         try:
             if dtype is dtypes.float32:
-                return array("f", (value,))[0]  # the scalar takes the tensor's precision
+                r = _F32.get(value) if value else None  # 0.0 == -0.0: zeros are never looked up
+                if r is None:
+                    r = array("f", (value,))[0]  # the scalar takes the tensor's precision
+                    if value and len(_F32) < 256:
+                        _F32[value] = r
+                return r
             return dtypes.round_values([value], dtype)[0]
         except OverflowError:  # an int too large for any float
             return _scalar_as(dtypes.int_as_float(value), dtype, op)

@@ -380,36 +380,49 @@ class _Gemm:
 
 class _Call:
     """``CCompiler.prepare``'s result: ``call(arrays)`` runs a built kernel on arrays laid out as
-    the run that built it (the arrays in the kernel's input order); returns the outputs."""
+    the run that built it (the arrays in the kernel's input order); returns the outputs. What a
+    run looks up per call (typecodes, byte offsets, the thread count of a small kernel, output
+    dtypes) is looked up here once: a repeated small graph costs its Python, not its loop."""
 
-    __slots__ = ("lib", "plan", "offsets", "gemm", "skip", "block")
+    __slots__ = ("run", "block", "gemm", "ins", "outs", "bools", "work", "plan")
 
     def __init__(self, lib, plan, offsets, gemm, kernel):
-        self.lib, self.plan, self.offsets, self.gemm = lib, plan, offsets, gemm
-        self.skip = (kernel.a, kernel.b) if gemm is not None else ()
+        self.run, self.plan, self.gemm = lib.fk_run, plan, gemm
         self.block = plan.args([0] * len(offsets), [0] * len(plan.outs), 0)
+        skip = (kernel.a, kernel.b) if gemm is not None else ()
+        # (input position, block slot, typecode its storage must have, offset in bytes)
+        self.ins = [(k, plan._in_at + k, _CODES[kernel.inputs[k]], off * _ITEM[_CODES[kernel.inputs[k]]])
+                    for k, off in enumerate(offsets) if k not in skip]
+        # (block slot, typecode, count, shape, dtype); bool outputs' bytes become a list after the run
+        self.outs = [(plan._out_at + k, code, count, shape, None if name == "bool" else dtype_of(name))
+                     for k, (code, count, shape, name) in enumerate(plan.outs)]
+        self.bools = [(k, shape) for k, (_, _, shape, name) in enumerate(plan.outs) if name == "bool"]
+        self.work = plan.work // _WORK_PER_THREAD  # threads it may use; 0 or 1: this one only
 
     def __call__(self, arrays):
-        plan = self.plan
-        acc = self.gemm(arrays) if self.gemm is not None else None
-        fresh = _cdevice()._fresh
-        outs = [fresh(code, count) for code, count, _, _ in plan.outs]
         block = array("q", self.block)  # a copy per call: calls may overlap (the GIL is released)
-        at, keep, skip = plan._in_at, [], self.skip
-        for k, a in enumerate(arrays):
-            if k not in skip:
-                buf = _buffer(a)
+        keep = []
+        for k, at, code, off in self.ins:
+            buf = arrays[k].data
+            if type(buf) is not array or buf.typecode != code:
+                buf = _buffer(arrays[k])
                 keep.append(buf)
-                block[at + k] = buf.buffer_info()[0] + self.offsets[k] * buf.itemsize
-        at = plan._out_at
-        for k, b in enumerate(outs):
-            block[at + k] = b.buffer_info()[0]
-        if acc is not None:
+            block[at] = buf.buffer_info()[0] + off
+        fresh = _cdevice()._fresh
+        results = []
+        for at, code, count, shape, dtype in self.outs:
+            buf = fresh(code, count)
+            block[at] = buf.buffer_info()[0]
+            results.append(CpuArray(buf, shape, dtype) if dtype is not None else buf)  # filled below
+        if self.gemm is not None:
+            acc = self.gemm(arrays)
             block[-1] = acc.buffer_info()[0]
-        threads = max(1, min(ckernels.num_threads(), plan.work // _WORK_PER_THREAD))
-        if self.lib.fk_run(block.buffer_info()[0], threads, _parallel() if threads > 1 else 0) < 0:
-            raise MemoryError("fusion: no memory for a row kernel's scratch (%d values a row)" % plan.n)
-        return _finish(plan, outs)
+        threads = 1 if self.work <= 1 else max(1, min(ckernels.num_threads(), self.work))
+        if self.run(block.buffer_info()[0], threads, _parallel() if threads > 1 else 0) < 0:
+            raise MemoryError("fusion: no memory for a row kernel's scratch (%d values a row)" % self.plan.n)
+        for k, shape in self.bools:
+            results[k] = _result(results[k], shape, "bool")
+        return results
 
 
 def _finish(plan, outs):

@@ -19,7 +19,9 @@ from .explain import TRACERS, report
 from .graph import Lazy, Node
 from .schedule import realize, squeeze_only
 
-_FUSED_DTYPES = ir.DTYPES
+_FUSED = frozenset(dtypes.get(name) for name in ir.DTYPES)  # as dtype objects: one hash each
+_TO_BOOL = frozenset(("isnan", "isinf", "logical_not"))
+_COMPARES = frozenset(("eq", "ne", "lt", "le", "gt", "ge"))
 # composites whose primitives leave nothing to fuse (scatters and gathers over windows, pads and
 # transposing copies around a conv): the inner device's kernel is one pass (Wgpu's pooling
 # gradient: 31 us where the scatter-add body took 121 us in LeNet's step on the H200, 2026-12-02;
@@ -127,14 +129,11 @@ class Fusion(Decorator):
     def _value(self, a):
         return realize(self, a.node)
 
-    def _node(self, a):
-        return a.node if type(a) is Lazy else a
-
     def _fusable(self, *arrays):
         if self.compiler is None:
             return False
         for a in arrays:
-            if type(a) is Lazy and a.node.dtype.name not in _FUSED_DTYPES:
+            if type(a) is Lazy and a.node.dtype not in _FUSED:
                 return False
         return True
 
@@ -216,19 +215,24 @@ class Fusion(Decorator):
     # -- elementwise (recorded) ---------------------------------------------------------------------
     def unary(self, op, a):
         """Recorded into the pending elementwise graph (fused later); unfusable dtypes run on the inner device."""
-        dtype = dtypes.bool_ if op in ("isnan", "isinf", "logical_not") else a.dtype
-        if not self._fusable(a) or dtype.name not in _FUSED_DTYPES:
-            return self._leaf(self._inner_op("unary", op, self._value(a)), a.shape, dtype)
-        return self._lazy("unary", (op, a.node), a.shape, dtype)
+        node = a.node
+        dtype = dtypes.bool_ if op in _TO_BOOL else node.dtype
+        if self.compiler is None or node.dtype not in _FUSED or dtype not in _FUSED:
+            return self._leaf(self._inner_op("unary", op, self._value(a)), node.shape, dtype)
+        return self._lazy("unary", (op, node), node.shape, dtype)
 
     def binary(self, op, a, b):
         """Recorded into the pending elementwise graph (fused later); unfusable inputs run on the inner device."""
-        arr = a if type(a) is Lazy else b
-        dtype = dtypes.bool_ if op in ("eq", "ne", "lt", "le", "gt", "ge") else arr.dtype
-        if not self._fusable(a, b):
+        # the hot path of a recorded model: one look at each side, no helper calls
+        na = a.node if type(a) is Lazy else a
+        nb = b.node if type(b) is Lazy else b
+        node = na if type(na) is Node else nb
+        dtype = dtypes.bool_ if op in _COMPARES else node.dtype
+        if self.compiler is None or (type(na) is Node and na.dtype not in _FUSED) or \
+                (type(nb) is Node and nb.dtype not in _FUSED):
             args = [self._value(x) if type(x) is Lazy else x for x in (a, b)]
-            return self._leaf(self._inner_op("binary", op, args[0], args[1]), arr.shape, dtype)
-        return self._lazy("binary", (op, self._node(a), self._node(b)), arr.shape, dtype)
+            return self._leaf(self._inner_op("binary", op, args[0], args[1]), node.shape, dtype)
+        return self._lazy("binary", (op, na, nb), node.shape, dtype)
 
     def where(self, cond, a, b):
         """Recorded into the pending elementwise graph (fused later)."""
@@ -241,7 +245,7 @@ class Fusion(Decorator):
         """Recorded into the pending elementwise graph (fused later) for the dtypes kernels hold."""
         if dtype is a.dtype:
             return a
-        if not self._fusable(a) or dtype.name not in _FUSED_DTYPES:
+        if not self._fusable(a) or dtype not in _FUSED:
             return self._leaf(self._inner_op("cast", self._value(a), dtype), a.shape, dtype)
         return self._lazy("cast", (a.node, dtype), a.shape, dtype)
 

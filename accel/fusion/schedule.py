@@ -44,31 +44,33 @@ def realize(device, node):
     return node.value
 
 
-def _compute(device, node):
+def _compute(device, node, graph=None):
+    """Compute ``node``'s pending graph (``graph``: that graph, already walked); returns the graph
+    it walked, or None where no kernel of a graph ran (a view, unfused ops)."""
     if node.value is not None:
-        return
+        return None
     inner = device.inner
     if node.op in ("expand", "permute", "reshape"):  # a view of a computed array: no kernel
         src = node.args[0]
         value = realize(device, src) if type(src) is Node else src
         node.set(getattr(inner, node.op)(value, node.args[1]))
-        return
+        return None
     compiler = device.compiler
     if compiler is not None:
-        graph = _Graph(compiler, node)
-        try:
-            known = device.schedules.get(graph.key)  # the key is hashed here only (tuples keep no hash)
-        except TypeError:  # a parameter that is not hashable: this graph is built every time
-            known = graph.key = None
+        walked = graph = graph or _Graph(compiler, node)
+        known = _known(device, graph)
         if type(known) is _Boundaries:  # nodes computed first; the graph left is another key
             known.compute_first(device, graph)
-            _compute(device, node)
-            return
+            graph = known.rest.read(graph, compiler) if known.rest is not None else None
+            known = _known(device, graph) if graph is not None else None
+            if type(known) is not _Schedule:  # not the graph left last time: walk it
+                _compute(device, node)
+                return walked
         # a repeated graph runs its prepared call, nothing built or checked -- unless something
         # watches every kernel: explain's traces, a step capture recording (WATCHED)
         if known is not None and known.call is not None and not TRACERS and not WATCHED:
             known.run(graph, inner)
-            return
+            return walked
         if known is not None:
             kernel, space, inputs, outputs, shapes = known.bind(graph)
         else:
@@ -87,8 +89,18 @@ def _compute(device, node):
             device._launched(kernel, space, inputs, compiler)
             for n, v, shape in zip(outputs, values, shapes):
                 n.set(v if shape == n.shape else inner.reshape(v, n.shape))
-            return
+            return walked
     _eager(device, node)
+    return None
+
+
+def _known(device, graph):
+    """What ``device`` keeps for ``graph``'s key: a ``_Schedule``, ``_Boundaries`` or None."""
+    try:
+        return device.schedules.get(graph.key)  # the key is hashed here only (tuples keep no hash)
+    except TypeError:  # a parameter that is not hashable: this graph is built every time
+        graph.key = None
+        return None
 
 
 def _remember(device, graph, builder, root, kernel, space, inputs, outputs, shapes):
@@ -112,78 +124,157 @@ def _remember(device, graph, builder, root, kernel, space, inputs, outputs, shap
             device.schedules[rest.key] = known
     except TypeError:
         return None
-    device.schedules[graph.key] = _Boundaries([at[id(b)] for b in builder.boundaries])
+    made = dict((id(n.value), i) for i, n in enumerate(graph.nodes) if n.value is not None)
+    compiler = device.compiler
+    parts = [_Part.of(graph, g, made, compiler) if g is not None else None for g in builder.walked]
+    device.schedules[graph.key] = _Boundaries([at[id(b)] for b in builder.boundaries], parts,
+                                              _Part.of(graph, rest, made, compiler))
     return known
 
 
 class _Boundaries:
     """A graph key whose kernel needs some of its nodes computed first (each by its own kernel):
-    their positions in the graph's walk, in the order the build computed them."""
+    their positions in the graph's walk, in the order the build computed them. Each of their
+    graphs, and the graph left once they are computed, is kept as a ``_Part`` of the first graph,
+    so a repeated graph is walked once, not once more for every graph inside it."""
 
-    __slots__ = ("positions",)
+    __slots__ = ("positions", "parts", "rest")
 
-    def __init__(self, positions):
-        self.positions = positions
+    def __init__(self, positions, parts, rest):
+        self.positions, self.parts, self.rest = positions, parts, rest
 
     def compute_first(self, device, graph):
-        nodes = graph.nodes
-        for i in self.positions:
+        nodes, compiler = graph.nodes, device.compiler
+        for i, part in zip(self.positions, self.parts):
             if nodes[i].value is None:
-                _compute(device, nodes[i])
+                _compute(device, nodes[i], part.read(graph, compiler) if part is not None else None)
+
+
+class _Part:
+    """A graph inside a bigger one, as positions in it: its nodes (positions in the bigger graph's
+    nodes), its arrays (positions in its values, or -1 - the position of a node computed by then)
+    and the layouts of those computed arrays. ``read`` gives the graph again from the bigger
+    graph's next walk without walking it."""
+
+    __slots__ = ("key", "nodes", "values", "layouts")
+
+    @staticmethod
+    def of(graph, part, made, compiler):
+        """``part``, a graph walked inside ``graph`` (``made``: id of a computed array -> its
+        node's position), as positions in ``graph``; None where it is not made of it."""
+        if part.key is None:
+            return None
+        at = dict((id(n), i) for i, n in enumerate(graph.nodes))
+        value_at = dict((id(v), j) for j, v in enumerate(graph.values))
+        layout = getattr(compiler, "layout_key", compiler.layout)
+        self = _Part()
+        self.key, self.nodes = part.key, [at.get(id(n)) for n in part.nodes]
+        self.values, self.layouts = [], []
+        for v in part.values:
+            j = value_at.get(id(v))
+            if j is None and id(v) in made:
+                j = -1 - made[id(v)]
+                self.layouts.append(layout(v))
+            self.values.append(j)
+        return None if None in self.nodes or None in self.values else self
+
+    def read(self, graph, compiler):
+        """This part of ``graph`` (a graph of the key it was read from), or None where it is not
+        as it was: a node computed that was pending, or pending that was computed, another layout."""
+        nodes = graph.nodes
+        part_nodes = [nodes[i] for i in self.nodes]
+        for n in part_nodes:
+            if n.value is not None:
+                return None
+        values, computed = graph.values, []
+        part_values = [values[j] if j >= 0 else nodes[-1 - j].value for j in self.values]
+        for j, v in zip(self.values, part_values):
+            if j < 0:
+                if v is None:
+                    return None
+                computed.append(v)
+        if computed:
+            layout = getattr(compiler, "layout_key", compiler.layout)
+            if [layout(v) for v in computed] != self.layouts:
+                return None
+        part = _Graph.__new__(_Graph)
+        part.key, part.nodes, part.values = self.key, part_nodes, part_values
+        return part
 
 
 class _Graph:
-    """The pending graph below a root, named by its shape: ``key`` holds each pending node's op,
-    parameters, shape, dtype and whether the program holds it, with its arguments as positions in
-    ``nodes`` (the walk order) or in ``values`` (the computed arrays it reads, with their layouts).
-    Two graphs of one key build the same kernel, so a schedule found once is bound to the next
-    graph of that key without building it again (a model's calls repeat their graphs). ``_compute``
-    sets ``key`` to None for a graph holding a parameter that is not hashable."""
+    """The pending graph below a root, named by its shape: ``key`` holds an entry per pending node
+    (its op, shape, dtype, whether the program holds it, then its arguments), with the arguments
+    as positions in ``nodes`` (the walk order) or in ``values`` (the computed arrays it reads,
+    with their layouts). Two graphs of one key build the same kernel, so a schedule found once is
+    bound to the next graph of that key without building it again (a model's calls repeat their
+    graphs). ``_compute`` sets ``key`` to None for a graph holding a parameter that is not
+    hashable.
+
+    An entry is one flat tuple, read left to right: a bare int is a pending node's position, None
+    starts a computed array (its position, shape, dtype and layout follow), a type is followed by
+    one value of it (``float``: a float, its hex spelling when zero or nan, since 0.0 == -0.0 and
+    nan != nan; 1, 1.0 and True are three graphs), a str is an op's name. Flat tuples hash and
+    compare about twice as fast as nested ones (the key is made at every flush)."""
 
     __slots__ = ("key", "nodes", "values")
 
     def __init__(self, compiler, root):
-        # one depth-first walk: a node's entry is made once its pending arguments have theirs
         nodes, at, values, value_at, key = [], {}, [], {}, []
         layout = getattr(compiler, "layout_key", compiler.layout)
-        stack = [root, False]  # (node, its arguments done) pairs, flat
-        while stack:
-            done = stack.pop()
-            n = stack.pop()
-            if done:
-                args = []
-                for a in n.args:
-                    t = type(a)
-                    if t is Node:
-                        v = a.value
-                        if v is None:
-                            args.append(at[id(a)])
-                            continue
-                        j = value_at.get(id(v))
-                        if j is None:
-                            j = value_at[id(v)] = len(values)
-                            values.append(v)
-                        args.append(("value", j, a.shape, a.dtype.name, layout(v)))
-                    elif t is str:
-                        args.append(a)  # an op's name: never equal to the other entries
-                    elif t is float:
-                        args.append(("float", a.hex()))  # -0.0 and 0.0 are two graphs
-                    else:
-                        args.append((t, a))  # 1, 1.0 and True are three graphs
-                h = n.handle
-                key.append((n.op, n.shape, n.dtype.name, h is not None and h() is not None, tuple(args)))
-                at[id(n)] = len(nodes)
-                nodes.append(n)
-                continue
-            if id(n) in at or n.value is not None:
-                continue
-            at[id(n)] = None  # on the stack: a second path to it waits for the first
-            stack += (n, True)
+
+        def visit(n, depth):  # places n's pending arguments, then n; returns n's position
+            entry = [n.op, n.shape, n.dtype, n.handle() is not None]
             for a in n.args:
-                if type(a) is Node and a.value is None and id(a) not in at:
-                    stack += (a, False)
+                t = type(a)
+                if t is Node:
+                    v = a.value
+                    if v is None:
+                        i = at.get(id(a))
+                        if i is None:
+                            if depth >= _DEPTH:
+                                raise _Deep
+                            i = visit(a, depth + 1)
+                        entry.append(i)
+                        continue
+                    j = value_at.get(id(v))
+                    if j is None:
+                        j = value_at[id(v)] = len(values)
+                        values.append(v)
+                    entry += (None, j, a.shape, a.dtype, layout(v))
+                elif t is float:
+                    entry += (float, a) if a and a == a else (float, a.hex())
+                elif t is str:
+                    entry.append(a)
+                else:
+                    entry += (t, a)
+            i = at[id(n)] = len(nodes)
+            nodes.append(n)
+            key.append(tuple(entry))
+            return i
+
+        try:
+            visit(root, 0)
+        except _Deep:
+            # a chain deeper than _DEPTH: place the nodes inputs first, so no visit recurses
+            del nodes[:], values[:], key[:]
+            at.clear()
+            value_at.clear()
+            for n in topo(root):
+                visit(n, 0)
+        finally:
+            # visit's closure holds visit: a cycle that would keep these lists (and the arrays
+            # of the nodes computed from them) until the garbage collector ran
+            visit = None
         self.nodes, self.values = nodes, values
         self.key = tuple(key)
+
+
+_DEPTH = 64  # nested visits before _Graph walks a chain without recursion
+
+
+class _Deep(Exception):
+    """A graph deeper than ``_DEPTH``: ``_Graph`` places its nodes in topological order instead."""
 
 
 class _Schedule:
@@ -205,13 +296,15 @@ class _Schedule:
         self.outputs = [node_at[id(n)] for n in outputs]
         self.call = None  # the compiler's prepared call (``prepare``), made after the first run
         self.picks = [j for j, _, _ in self.inputs]
+        if self.picks == list(range(len(graph.values))):
+            self.picks = None  # the kernel reads the graph's arrays as they are listed
         self.reshaped = [shape != n.shape for n, shape in zip(outputs, shapes)]
         return self
 
     def run(self, graph, inner):
         """Run the prepared call on ``graph``'s arrays and set its output nodes."""
         values = graph.values
-        results = self.call([values[j] for j in self.picks])
+        results = self.call(values if self.picks is None else [values[j] for j in self.picks])
         nodes = graph.nodes
         for i, v, reshaped in zip(self.outputs, results, self.reshaped):
             n = nodes[i]
@@ -318,6 +411,7 @@ class _Builder:
         self.output_shapes = []  # what the compiler returns for each output (reshaped to the node's)
         self.matmul = None
         self.boundaries = []  # the pending nodes computed first, by kernels of their own
+        self.walked = []  # the graph each of them walked (None: none)
 
     # -- choosing the kernel --------------------------------------------------------------------
     def build(self):
@@ -520,7 +614,7 @@ class _Builder:
             return node
         if node.value is None:
             self.boundaries.append(node)
-            _compute(self.device, node)
+            self.walked.append(_compute(self.device, node))
         return node.value
 
     def _load(self, value, src, node):

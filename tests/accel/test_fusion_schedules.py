@@ -252,3 +252,75 @@ def test_a_graph_with_a_boundary_is_built_once(dev, builds):
             first = builds[0]
     assert first >= 2 and builds[0] == first
     assert any(type(s) is schedule._Boundaries for s in dev.schedules.values())
+
+
+def test_a_chain_deeper_than_the_walks_recursion_is_one_graph(dev, builds):
+    # _Graph recurses into a node's pending arguments; past _DEPTH nested visits it places the
+    # nodes inputs first instead: the same values, one kernel, and the same key on the next call
+    def chain(v):
+        for _ in range(schedule._DEPTH * 2):
+            v = v * 0.75 + 0.25
+        return v
+    x = data((3, 7), 5)
+    keys = []
+    for _ in range(2):
+        y = chain(x.to(dev))
+        graph = schedule._Graph(dev.compiler, y._data.node)
+        assert len(graph.nodes) == schedule._DEPTH * 4
+        keys.append(graph.key)
+        close(y, chain(x), 1e-5)
+    assert keys[0] == keys[1] and builds[0] == 1
+
+
+def test_a_repeated_graph_leaves_no_reference_cycle(dev):
+    # a flush's walk must not keep itself alive: the pool hands out an output buffer again only
+    # once nothing holds it, so a cycle held every repeated kernel's output until the collector ran
+    import gc
+    x = data((64, 64), 6).to(dev)
+    gelu = lambda v: v * ((v / math.sqrt(2)).erf() + 1) / 2
+    gelu(x).tolist()
+    gc.collect()
+    gc.disable()
+    try:
+        y = gelu(x)
+        dev.synchronize()
+        del y
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+
+
+def test_a_repeated_graph_with_boundaries_is_walked_once(dev, monkeypatch):
+    # the graphs computed first, and the graph left after them, are read off the first walk by
+    # position (_Part): a repeat walks one graph where its first call walked one per boundary
+    f = lambda v: (v - v.sum(-1, keepdim=True).max(0, keepdim=True)[0]).exp()
+    walks = [0]
+    init = schedule._Graph.__init__
+
+    def counted(self, compiler, root):
+        walks[0] += 1
+        init(self, compiler, root)
+    monkeypatch.setattr(schedule._Graph, "__init__", counted)
+    for seed in range(3):
+        x = data((5, 8), seed)
+        before = walks[0]
+        close(f(x.to(dev)), f(x), 1e-5)
+        if seed == 0:
+            first = walks[0] - before
+    assert first >= 3 and walks[0] - before == 1
+
+
+def test_a_part_that_is_no_longer_as_it_was_is_walked(dev):
+    # _Part.read answers None when a node it holds as pending was computed since: the caller
+    # then walks, never binding a graph of another shape
+    xc = data((6, 4), 9)
+    x = xc.to(dev)
+    h = (x * 2.0 + 1.0)
+    y = (h - h.sum(-1, keepdim=True).max(0, keepdim=True)[0]).exp()
+    graph = schedule._Graph(dev.compiler, y._data.node)
+    part = schedule._Part.of(graph, graph, {}, dev.compiler)
+    assert part is not None and part.read(graph, dev.compiler).key == graph.key
+    h.tolist()  # computes h, a node of the part
+    assert part.read(graph, dev.compiler) is None
+    hc = xc * 2.0 + 1.0
+    close(y, (hc - hc.sum(-1, keepdim=True).max(0, keepdim=True)[0]).exp(), 1e-5)

@@ -128,6 +128,22 @@ def test_scalar_takes_the_tensors_precision(device):
     assert_equal((ember.full((1,), 101, dtype=int8, device=device) + 100).tolist(), [-55])
 
 
+def test_a_scalar_met_again_rounds_as_the_first_time(device):
+    # the frontend remembers the float32 rounding of the scalars it meets; zeros are rounded every
+    # time (0.0 == -0.0 would share an entry), and 3 and 3.0 round alike
+    x = ember.tensor([1.0, -2.0], device=device)
+    u32 = lambda v: struct.unpack("<I", struct.pack("<f", v))[0]
+    bits = lambda t: [u32(v) for v in t.tolist()]
+    pz, nz = 0, 0x80000000
+    for _ in range(2):
+        assert_equal(bits(x * 0.0), [pz, nz])
+        assert_equal(bits(x * -0.0), [nz, pz])
+        assert_equal(bits(x + 0.1), [0x3F8CCCCD, 0xBFF33333])
+        assert_equal((x * 3).tolist(), [3.0, -6.0])
+        assert_equal((x * 3.0).tolist(), [3.0, -6.0])
+        assert_equal((x * 1e39).tolist(), [INF, -INF])
+
+
 def test_arithmetic_on_bools(device):
     # ember counts bools as 0/1 in arithmetic (numpy and torch would give bool for add/mul);
     # comparisons, logic, maximum and minimum stay bool
