@@ -17,28 +17,10 @@
 #define ROUNDS 301
 #define FMA(a, b, c) __builtin_fmaf(a, b, c)
 
-static inline float erf_fast(float a)
+/* x P(x^2) / Q(x^2), the rational of cprelude.py's fk_erff, for any x */
+static inline float erf_ratio(float x)
 {
-    float x2 = a * a, p, q, r;
-    p = FMA(-2.72614225801306e-10f, x2, 2.77068142495902e-08f);
-    p = FMA(p, x2, -2.10102402082508e-06f);
-    p = FMA(p, x2, -5.69250639462346e-05f);
-    p = FMA(p, x2, -7.34990630326855e-04f);
-    p = FMA(p, x2, -2.95459980854025e-03f);
-    p = FMA(p, x2, -1.60960333262415e-02f);
-    q = FMA(-1.45660718464996e-05f, x2, -2.13374055278905e-04f);
-    q = FMA(q, x2, -1.68282697438203e-03f);
-    q = FMA(q, x2, -7.37332916720468e-03f);
-    q = FMA(q, x2, -1.42647390514189e-02f);
-    r = a * p / q;
-    r = a > 4.0f ? 1.0f : r;
-    return a < -4.0f ? -1.0f : r;
-}
-
-/* the same erf with its argument clamped to [-4, 4] first */
-static inline float erf_clamped(float a)
-{
-    float x = a > 4.0f ? 4.0f : a < -4.0f ? -4.0f : a, x2 = x * x, p, q;
+    float x2 = x * x, p, q;
     p = FMA(-2.72614225801306e-10f, x2, 2.77068142495902e-08f);
     p = FMA(p, x2, -2.10102402082508e-06f);
     p = FMA(p, x2, -5.69250639462346e-05f);
@@ -50,6 +32,20 @@ static inline float erf_clamped(float a)
     q = FMA(q, x2, -7.37332916720468e-03f);
     q = FMA(q, x2, -1.42647390514189e-02f);
     return x * p / q;
+}
+
+/* fk_erff: the bounds selected after the ratio */
+static inline float erf_fast(float a)
+{
+    float r = erf_ratio(a);
+    r = a > 4.0f ? 1.0f : r;
+    return a < -4.0f ? -1.0f : r;
+}
+
+/* the same erf with its argument clamped to [-4, 4] first (fk_erff before 2026-12-06) */
+static inline float erf_clamped(float a)
+{
+    return erf_ratio(a > 4.0f ? 4.0f : a < -4.0f ? -4.0f : a);
 }
 
 /* x * (erf(x / sqrt 2) + 1) / 2, the division by sqrt 2 read as a product (cexpr.py) */

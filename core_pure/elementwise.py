@@ -45,8 +45,11 @@ def _compute_dtype(op, dtype):
 
 
 # a Python number -> its float32 rounding: a model's few constants, rounded at every op otherwise
-# (an int and a float that compare equal round alike, so they may share an entry)
+# (an int and a float that compare equal round alike, so they may share an entry). At most
+# _F32_MAX entries: each holds two boxed floats on a board's heap, and a loop's ever-new scalars
+# (an optimizer's bias corrections) must not grow it
 _F32 = {}
+_F32_MAX = 32
 
 
 def _scalar_as(value, dtype, op):
@@ -58,7 +61,7 @@ def _scalar_as(value, dtype, op):
                 r = _F32.get(value) if value else None  # 0.0 == -0.0: zeros are never looked up
                 if r is None:
                     r = array("f", (value,))[0]  # the scalar takes the tensor's precision
-                    if value and len(_F32) < 256:
+                    if value and len(_F32) < _F32_MAX:
                         _F32[value] = r
                 return r
             return dtypes.round_values([value], dtype)[0]
