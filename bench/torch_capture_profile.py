@@ -1,7 +1,10 @@
 """Where a captured ``Torch("cuda")`` training step's time goes (the MLP 784-128-10 at batch 64,
 SGD, ``ember.accel.compile(step, inplace=True)``), beside PyTorch's own step as a CUDA graph.
 
-    python bench/torch_capture_profile.py [--reps N] [--rounds N] [--profile N]
+    python bench/torch_capture_profile.py [--reps N] [--rounds N] [--profile N] [--copied]
+
+``--copied`` profiles the default mode instead (``compile(step)``: the holders get copies of the
+new state, not the graph's buffers).
 
 Times, in microseconds, medians of interleaved rounds (each a batch of ``--reps`` calls ending
 with a synchronize): the whole step with its ``.item()``; the step without the read; the capture
@@ -133,11 +136,13 @@ def main():
         loss = F.cross_entropy(model(x), y)
         opt.step(loss.backward())
         return loss
-    captured = compile(step, inplace=True)
+    inplace = "--copied" not in sys.argv
+    captured = compile(step, inplace=inplace)
     for _ in range(3):
         captured()
     (rec,) = captured._plans.values()
-    print("lowering: %s, %s, %d entries" % (captured.lowering, type(rec.lowered).__name__, len(rec.plan.calls)))
+    print("lowering: %s, %s, %d entries, %s" % (captured.lowering, type(rec.lowered).__name__, len(rec.plan.calls),
+                                               "in place" if inplace else "state copied (the default)"))
     ins = _state.collect((), {}, step)
     arrays = _compiled.base_arrays(ins.tensors)
 
@@ -176,6 +181,7 @@ def main():
     times["foreach_waits"] = _foreach_syncs(torch)
     print("multi-tensor ops with a 0-d CUDA operand that wait for the GPU:", times["foreach_waits"])
     times["device"] = torch.cuda.get_device_name(0)
+    times["inplace"] = inplace
     print(json.dumps(times))
 
 
