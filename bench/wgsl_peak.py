@@ -74,7 +74,9 @@ def sizes(quick):
 sizes(QUICK)
 # tile shapes the generator accepts beyond SIMT (bigger thread tiles, deeper or wider workgroup tiles)
 EXTRA = [mk.Variant(*v) for v in ((128, 256, 8, 8, 16), (256, 128, 8, 16, 8), (128, 128, 16, 8, 16),
-                                  (128, 64, 8, 4, 8), (128, 256, 16, 8, 16), (256, 128, 16, 16, 8))]
+                                  (128, 64, 8, 4, 8), (128, 256, 16, 8, 16), (256, 128, 16, 16, 8),
+                                  (128, 64, 32, 8, 8), (64, 128, 32, 8, 8), (64, 64, 32, 8, 8),
+                                  (64, 64, 32, 4, 8))]  # the last four: fewer barriers per K
 TOL = 1e-4  # normwise relative error against float64 (float32 rounding at K = 4096 is ~1e-6)
 CHECK_ROWS = 128  # rows of the timed product checked at each end (a full float64 check costs seconds)
 

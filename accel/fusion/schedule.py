@@ -150,6 +150,12 @@ class _Boundaries:
                 _compute(device, nodes[i], part.read(graph, compiler) if part is not None else None)
 
 
+def _layout_key(compiler):
+    """What fixes an array's layout in a graph's key: the compiler's cheaper ``layout_key`` where
+    it has one, else its ``layout`` (ir.py)."""
+    return getattr(compiler, "layout_key", compiler.layout)
+
+
 class _Part:
     """A graph inside a bigger one, as positions in it: its nodes (positions in the bigger graph's
     nodes), its arrays (positions in its values, or -1 - the position of a node computed by then)
@@ -166,7 +172,7 @@ class _Part:
             return None
         at = dict((id(n), i) for i, n in enumerate(graph.nodes))
         value_at = dict((id(v), j) for j, v in enumerate(graph.values))
-        layout = getattr(compiler, "layout_key", compiler.layout)
+        layout = _layout_key(compiler)
         self = _Part()
         self.key, self.nodes = part.key, [at.get(id(n)) for n in part.nodes]
         self.values, self.layouts = [], []
@@ -194,7 +200,7 @@ class _Part:
                     return None
                 computed.append(v)
         if computed:
-            layout = getattr(compiler, "layout_key", compiler.layout)
+            layout = _layout_key(compiler)
             if [layout(v) for v in computed] != self.layouts:
                 return None
         part = _Graph.__new__(_Graph)
@@ -221,7 +227,7 @@ class _Graph:
 
     def __init__(self, compiler, root):
         nodes, at, values, value_at, key = [], {}, [], {}, []
-        layout = getattr(compiler, "layout_key", compiler.layout)
+        layout = _layout_key(compiler)
 
         def visit(n, depth):  # places n's pending arguments, then n; returns n's position
             entry = [n.op, n.shape, n.dtype, n.handle() is not None]
