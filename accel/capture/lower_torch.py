@@ -166,7 +166,8 @@ class CudaGraphPlan:
         written = {i for i, _ in self.state_in}
         self.results = [o for o in plan.outputs if o not in {o2 for _, o2 in self.state_in}]
         self.written_ptrs = {self.static[i].untyped_storage().data_ptr() for i in written}
-        self.flag = torch.zeros((), dtype=torch.bool, device=self.device)  # None once no check is seen
+        self.flag = None  # the captured run's flag (a 0-d bool the graph writes), None without checks
+        self._flags = []  # the checks' own flags in a body run, or'ed into its flag at the end
         self._checks = 0
         self._classes = {}
         # What the flag depends on: the inputs whose buffers the checks read as they are (a loss's
@@ -186,8 +187,6 @@ class CudaGraphPlan:
         try:
             with torch.cuda.device(self.device):
                 self._no_sync()
-                if not self._checks:
-                    self.flag = None
                 side = torch.cuda.Stream()
                 side.wait_stream(torch.cuda.current_stream())
                 with torch.cuda.stream(side):
@@ -245,13 +244,13 @@ class CudaGraphPlan:
     def _check_index(self, index, n, dim, op):
         """``checks.check_index`` inside the graph: bad indices raise the flag and are clamped."""
         self._checked(index)
-        self.flag.logical_or_(((index < 0) | (index >= n)).any())
+        self._flags.append(((index < 0) | (index >= n)).any())
         return index.clamp(0, max(n - 1, 0))
 
     def _any_true(self, flags):
         """``checks.any_true`` inside the graph: the fast path, and the flag raised where it is wrong."""
         self._checked(flags)
-        self.flag.logical_or_(flags.any())
+        self._flags.append(flags.any())
         return False
 
     def _check_classes(self, target, c, ignore_index, op):
@@ -263,7 +262,7 @@ class CudaGraphPlan:
         keep = target != ignore_index
         safe = torch.where(keep, target, 0)
         clamped = safe.clamp(0, max(c - 1, 0))
-        self.flag.logical_or_((clamped != safe).any())
+        self._flags.append((clamped != safe).any())
         out = torch.where(keep, clamped, target)
         self._classes[id(target)] = (target, (c, ignore_index), out)  # holds target: its id stays its own
         return out
@@ -275,10 +274,14 @@ class CudaGraphPlan:
             slots[i] = s
         for i, s in self.feeds.items():
             slots[i] = s
-        if self.flag is not None:
-            self.flag.zero_()
+        self._flags = []
         for call in self.calls:
             call(slots)
+        # one check (a loss's class indices) is the flag itself: no zeroed flag to or into
+        flag = None
+        for f in self._flags:
+            flag = f if flag is None else flag | f
+        self.flag = flag
         outs = {}
         ptrs = self.written_ptrs
         for o in self.results:  # a result that shares memory with a written-back input: copied first
@@ -290,7 +293,6 @@ class CudaGraphPlan:
             if v.untyped_storage().data_ptr() in ptrs:
                 v = v.clone()
             new.append((self.static[i], v))
-        flag = self.flag
         if flag is None:  # one multi-tensor copy for the whole state
             if new:
                 torch._foreach_copy_([d for d, _ in new], [v for _, v in new])

@@ -21,6 +21,40 @@ from .arrays import F32, F64
 from .device import Torch
 
 
+# torch's multi-tensor kernels give each 65536 elements of a tensor one block, which walks them one
+# vec4 at a time: 8-9 us for a 100k-element weight on an H100 or H200 (bench/torch_capture_profile.py)
+# where the per-tensor op takes 1-2 us. Inside a CUDA graph a launch costs the host nothing, so
+# there a tensor of more than ALONE elements takes the per-tensor op: the same IEEE operation on
+# each element, the same bits.
+ALONE = 1 << 14
+_LISTS = (list, tuple)  # torch's multi-tensor ops return lists or tuples by version
+
+
+def _capturing(t):
+    return t.is_cuda and torch.cuda.is_current_stream_capturing()
+
+
+def _each(name, *args):
+    """``torch._foreach_<name>(*args)`` (each argument a list of tensors or one number or 0-d
+    tensor), with the lists' large tensors taken one by one while a CUDA graph is captured."""
+    many = getattr(torch, "_foreach_" + name)
+    first = next(a for a in args if type(a) in _LISTS)
+    if not first or not _capturing(first[0]):
+        return many(*args)
+    alone = [i for i, t in enumerate(first) if t.numel() > ALONE]
+    if not alone:
+        return many(*args)
+    one = getattr(torch, name)
+    out = [None] * len(first)
+    rest = [i for i in range(len(first)) if first[i].numel() <= ALONE]
+    if rest:
+        for i, r in zip(rest, many(*[[a[i] for i in rest] if type(a) in _LISTS else a for a in args])):
+            out[i] = r
+    for i in alone:
+        out[i] = one(*[a[i] if type(a) in _LISTS else a for a in args])
+    return out
+
+
 def _arrays(hyper, lists):
     """The hyper tensor's array when every tensor is a float32 or float64 array of one Torch device
     in the hyperparameters' dtype, else None."""
@@ -56,9 +90,9 @@ def _sgd_update(hyper, values, params, grads, momentum_buffers):
     xs = [x._data for x in params]
     gs = [g._data for g in grads]
     if maximize:
-        gs = torch._foreach_neg(gs)
+        gs = _each("neg", gs)
     if wd_on:
-        gs = torch._foreach_add(gs, torch._foreach_mul(xs, h[at["weight_decay"]]))
+        gs = _each("add", gs, _each("mul", xs, h[at["weight_decay"]]))
     bufs = None
     if mom_on:
         bufs = [None if b is None else b._data for b in momentum_buffers]
@@ -66,13 +100,13 @@ def _sgd_update(hyper, values, params, grads, momentum_buffers):
         if old:
             step = [gs[i] for i in old]
             if damp_on:
-                step = torch._foreach_mul(step, h[at["damp"]])
-            grown = torch._foreach_mul([bufs[i] for i in old], h[at["momentum"]])
-            for i, b in zip(old, torch._foreach_add(grown, step)):
+                step = _each("mul", step, h[at["damp"]])
+            grown = _each("mul", [bufs[i] for i in old], h[at["momentum"]])
+            for i, b in zip(old, _each("add", grown, step)):
                 bufs[i] = b
         bufs = [g if b is None else b for g, b in zip(gs, bufs)]  # a first momentum step's buffer is the gradient
-        gs = torch._foreach_add(gs, torch._foreach_mul(bufs, h[at["momentum"]])) if nesterov else bufs
-    new_x = torch._foreach_sub(xs, torch._foreach_mul(gs, h[at["lr"]]))
+        gs = _each("add", gs, _each("mul", bufs, h[at["momentum"]])) if nesterov else bufs
+    new_x = _each("sub", xs, _each("mul", gs, h[at["lr"]]))
     new_b = _wrap(bufs, params) if bufs is not None else [None] * len(params)
     return _wrap(new_x, params), new_b
 
@@ -87,23 +121,23 @@ def _adam_update(hyper, values, params, grads, exp_avgs, exp_avg_sqs, max_exp_av
     gs = [g._data for g in grads]
     ms = [m._data for m in exp_avgs]
     if values[at["maximize"]] != 0:
-        gs = torch._foreach_neg(gs)
+        gs = _each("neg", gs)
     if values[at["weight_decay_on"]] != 0:
         if values[at["decoupled"]] != 0:
-            xs = torch._foreach_mul(xs, h[at["decay"]])
+            xs = _each("mul", xs, h[at["decay"]])
         else:
-            gs = torch._foreach_add(gs, torch._foreach_mul(xs, h[at["weight_decay"]]))
-    d = torch._foreach_mul(torch._foreach_sub(gs, ms), h[at["lerp_weight"]])
-    m_new = torch._foreach_sub(gs, d) if values[at["lerp_high"]] != 0 else torch._foreach_add(ms, d)
-    v_new = torch._foreach_add(torch._foreach_mul([v._data for v in exp_avg_sqs], h[at["beta2"]]),
-                             torch._foreach_mul(torch._foreach_mul(gs, h[at["one_minus_beta2"]]), gs))
-    top = torch._foreach_maximum([v._data for v in max_exp_avg_sqs], v_new) if amsgrad else v_new
+            gs = _each("add", gs, _each("mul", xs, h[at["weight_decay"]]))
+    d = _each("mul", _each("sub", gs, ms), h[at["lerp_weight"]])
+    m_new = _each("sub", gs, d) if values[at["lerp_high"]] != 0 else _each("add", ms, d)
+    v_new = _each("add", _each("mul", [v._data for v in exp_avg_sqs], h[at["beta2"]]),
+                       _each("mul", _each("mul", gs, h[at["one_minus_beta2"]]), gs))
+    top = _each("maximum", [v._data for v in max_exp_avg_sqs], v_new) if amsgrad else v_new
     bc2, eps = h[at["bc2_sqrt"]], h[at["eps"]]
     # per tensor: torch's multi-tensor add (and sub) of a 0-d CUDA tensor waits for the GPU, which a
     # CUDA graph cannot hold (bench/torch_capture_profile.py on an H100; its mul and div do not)
     den = [torch.add(torch.div(r, bc2), eps) for r in _sqrt(top)]
-    step = torch._foreach_mul(torch._foreach_div(m_new, den), h[at["neg_step_size"]])
-    new_x = torch._foreach_add(xs, step)
+    step = _each("mul", _each("div", m_new, den), h[at["neg_step_size"]])
+    new_x = _each("add", xs, step)
     return (_wrap(new_x, params), _wrap(m_new, params), _wrap(v_new, params),
             _wrap(top, params) if amsgrad else [None] * len(params))
 

@@ -382,3 +382,30 @@ def test_a_user_override_beats_the_fused_kernel():
     at = updates.SGD_AT
     assert len(seen) == STEPS
     assert seen[0][at["lr"]] == 0.5 and seen[0][at["momentum"]] == 0.25 and seen[0][at["momentum_on"]] == 1.0
+
+
+def test_torch_takes_large_tensors_alone_in_a_graph_with_the_same_bits(monkeypatch, body_calls):
+    # inside a CUDA graph capture (faked here on the CPU) the Torch device's updates take the
+    # tensors above optim.ALONE one by one instead of through a multi-tensor kernel
+    inner = dict(FAST).get("torch")
+    if inner is None:
+        pytest.skip("torch is not installed")
+    from ember.accel.torch import optim as torch_optim
+    data = _data("float32", shapes=[(40,), (3, 4), (7,), ()], steps=3, seed=5)
+    configs = ((SGD, dict(lr=0.1, momentum=0.9, weight_decay=0.01, nesterov=True, maximize=True)),
+               (AdamW, dict(lr=0.01, amsgrad=True)), (Adam, dict(lr=0.01, weight_decay=0.1)))
+    want = [_trajectory(inner, cls, kwargs, "float32", data=data)[0] for cls, kwargs in configs]
+    alone = []
+    real = torch_optim._each
+
+    def each(name, *args):
+        first = next(a for a in args if type(a) in (list, tuple))
+        alone.extend(t.numel() for t in first if t.numel() > torch_optim.ALONE)
+        return real(name, *args)
+    monkeypatch.setattr(torch_optim, "ALONE", 10)
+    monkeypatch.setattr(torch_optim, "_capturing", lambda t: True)
+    monkeypatch.setattr(torch_optim, "_each", each)
+    got = [_trajectory(inner, cls, kwargs, "float32", data=data)[0] for cls, kwargs in configs]
+    assert body_calls == {"sgd_update": 0, "adam_update": 0}
+    assert got == want
+    assert set(alone) == {40, 12}  # the two tensors above 10 elements went alone, every op
