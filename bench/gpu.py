@@ -198,18 +198,22 @@ def bench_variants(dev, torch, np):
 
 
 def _extra_variants(mk):
-    """Tile shapes to try beside the shipped ones (``--variants BMxBNxBK_TMxTN,...``)."""
+    """Tile shapes to try beside the shipped ones (``--variants BMxBNxBK_TMxTN[e],...``; ``e``: the
+    loads stored an iteration later, ``Variant.early``)."""
     out = []
     for spec in (arg("--variants") or "").split(","):
         if spec.strip():
             tile, thread = spec.strip().split("_")
-            out.append(mk.Variant(*(int(x) for x in tile.split("x") + thread.split("x"))))
+            early = thread.endswith("e")
+            dims = [int(x) for x in tile.split("x") + thread.rstrip("e").split("x")]
+            out.append(mk.Variant(*dims, early=early))
     return out
 
 
 def _chosen(dev, op, dtype, dims):
     autotune._load()
-    return autotune._memory.get(autotune.key_for(dev.rt.label, op, dtype, dims), "default")
+    prefix = autotune.key_for(dev.rt.label, op, dtype, dims) + "|"  # then the candidates' checksum
+    return next((v for k, v in autotune._memory.items() if k.startswith(prefix)), "default")
 
 
 # -- elementwise, GELU ------------------------------------------------------------------------------

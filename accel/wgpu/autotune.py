@@ -1,8 +1,9 @@
 """Autotuning (F5): the first time a kernel family meets a problem size on an adapter, time its
 variants and keep the fastest, in memory and on disk.
 
-The key is (adapter, op, dtype, each dim rounded up to a power of two), so one tuning serves a
-range of sizes. The cache is ``$XDG_CACHE_HOME/ember/autotune.json`` (``~/.cache/ember/...``
+The key is (adapter, op, dtype, each dim rounded up to a power of two, a checksum of the
+candidates' names), so one tuning serves a range of sizes, and a choice made among other variants
+(an older ember's) is made again. The cache is ``$XDG_CACHE_HOME/ember/autotune.json`` (``~/.cache/ember/...``
 without it). ``EMBER_AUTOTUNE=0`` disables tuning: every call takes the variant's sound default.
 Problems under ``MIN_FLOPS`` are not tuned either (launch overhead dominates them). A variant
 that fails to compile on the adapter, or whose result differs from the direct kernel's, is
@@ -12,6 +13,7 @@ import json
 import os
 import time
 import warnings
+import zlib
 
 MIN_FLOPS = 1 << 27  # 512^3 multiply-adds
 _memory = {}
@@ -33,8 +35,12 @@ def _pow2(n):
     return 1 << max(0, (n - 1).bit_length())
 
 
-def key_for(adapter, op, dtype, dims):
-    return "%s|%s|%s|%s" % (adapter, op, dtype.name, "x".join(str(_pow2(d)) for d in dims))
+def key_for(adapter, op, dtype, dims, candidates=None):
+    """The cache key; ``candidates`` (variant names) end it as a checksum when given."""
+    key = "%s|%s|%s|%s" % (adapter, op, dtype.name, "x".join(str(_pow2(d)) for d in dims))
+    if candidates is not None:
+        key += "|%08x" % (zlib.crc32(",".join(sorted(candidates)).encode()) & 0xFFFFFFFF)
+    return key
 
 
 def _read(path):
@@ -116,7 +122,7 @@ def choose(dev, op, dtype, dims, run, candidates, default, check):
     if not enabled() or flops < MIN_FLOPS or len(candidates) < 2:
         return default
     _load()
-    key = key_for(dev.rt.label, op, dtype, dims)
+    key = key_for(dev.rt.label, op, dtype, dims, candidates)
     name = _memory.get(key)
     if name in candidates:
         return name

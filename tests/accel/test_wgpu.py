@@ -185,6 +185,51 @@ def test_autotune_times_variants_once_and_caches_the_choice(dev, tmp_path, monke
     assert len(autotune.tunings) == n + 1
 
 
+@pytest.mark.parametrize("k", [4, 8, 12, 16, 20, 36])
+def test_every_tiled_variant_at_each_count_of_k_tiles(dev, k):
+    # one, two, three... tiles along K: the loops' first and last tiles (and the early variants'
+    # tile waiting in registers) on every variant this adapter can hold
+    from ember.accel.wgpu import matmul_kernels as mk
+    rng = np.random.default_rng(k)
+    a, b = rng.standard_normal((2, 40, k)), rng.standard_normal((2, k, 24))
+    ta, tb = _t(a, dev), _t(b, dev)
+    want = a @ b
+    ran = 0
+    for v in mk.candidates(dev, ember.float32):
+        if v.coop:
+            continue
+        out = dev._alloc((2, 40, 24), ember.float32)
+        mk._run(dev, v, ta._data, tb._data, out)
+        got = np.array(dev.to_list(out)).reshape(2, 40, 24)
+        assert np.allclose(got, want, rtol=1e-5, atol=1e-5), v.name
+        ran += 1
+    assert ran >= 12 and any(v.early for v in mk.candidates(dev, ember.float32))
+
+
+def test_autotune_tunes_again_for_another_set_of_variants(dev, tmp_path, monkeypatch):
+    # a choice cached by an ember with other variants is not taken: the key names the candidates
+    from ember.accel.wgpu import autotune
+    from ember.accel.wgpu import matmul_kernels as mk
+    key = autotune.key_for("gpu", "matmul", ember.float32, (100, 200, 300), ["a", "b"])
+    assert key == autotune.key_for("gpu", "matmul", ember.float32, (128, 256, 512), ["b", "a"])
+    assert key != autotune.key_for("gpu", "matmul", ember.float32, (100, 200, 300), ["a", "b", "c"])
+    assert key.startswith(autotune.key_for("gpu", "matmul", ember.float32, (100, 200, 300)) + "|")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("EMBER_AUTOTUNE", "1")
+    monkeypatch.setattr(autotune, "MIN_FLOPS", 1)
+    autotune._loaded[:] = []
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((96, 64)), rng.standard_normal((64, 72))
+    n = len(autotune.tunings)
+    (_t(a, dev) @ _t(b, dev)).tolist()
+    assert len(autotune.tunings) == n + 1
+    fewer = mk.candidates(dev, ember.float32)[:-1]
+    monkeypatch.setattr(mk, "candidates", lambda dev, dtype: fewer)
+    got = (_t(a, dev) @ _t(b, dev)).tolist()
+    assert np.allclose(got, a @ b, rtol=1e-4, atol=1e-4)
+    assert len(autotune.tunings) == n + 2 and set(autotune.tunings[-1][1]) == {v.name for v in fewer}
+
+
 def test_autotune_times_by_gpu_timestamps_unless_someone_else_is_timing(dev, monkeypatch):
     from ember.accel.wgpu import autotune
     rt = dev.rt
