@@ -198,15 +198,12 @@ def bench_variants(dev, torch, np):
 
 
 def _extra_variants(mk):
-    """Tile shapes to try beside the shipped ones (``--variants BMxBNxBK_TMxTN[e],...``; ``e``: the
-    loads stored an iteration later, ``Variant.early``)."""
+    """Tile shapes to try beside the shipped ones (``--variants BMxBNxBK_TMxTN,...``)."""
     out = []
     for spec in (arg("--variants") or "").split(","):
         if spec.strip():
             tile, thread = spec.strip().split("_")
-            early = thread.endswith("e")
-            dims = [int(x) for x in tile.split("x") + thread.rstrip("e").split("x")]
-            out.append(mk.Variant(*dims, early=early))
+            out.append(mk.Variant(*(int(x) for x in tile.split("x") + thread.split("x"))))
     return out
 
 

@@ -820,7 +820,7 @@ class WgslCompiler:
             vb = WArray(b.block, batch + (K, n), dtype, tuple(sb), ob)
             mk._run(dev, v, va, vb, dev._alloc(space, dtype))
         name = autotune.choose(dev, "matmul", dtype, (m, n, K), plain,
-                               [v.name for v in mk.candidates(dev, dtype)], mk._default_variant(m, n, K),
+                               [v.name for v in mk.candidates(dev, dtype, epilogue=True)], mk._default_variant(m, n, K),
                                lambda v: mk._check(dev, v, dtype))
         v = mk._BY_NAME[name]
         if v.coop:  # the cooperative-matrix kernels have no epilogue hook: the SIMT default

@@ -25,16 +25,16 @@ from .arrays import numel
 class Variant:
     """One tiled kernel shape: workgroup tile BM x BN x BK, thread tile TM x TN, or a coop kernel."""
 
-    def __init__(self, bm, bn, bk, tm, tn, coop=None, early=False):
+    def __init__(self, bm, bn, bk, tm, tn, coop=None):
         self.bm, self.bn, self.bk, self.tm, self.tn = bm, bn, bk, tm, tn
         self.coop = coop  # None, or the fragment size (16: f16 inputs, 8: f32)
-        # early: a tile's global loads are stored into workgroup memory an iteration after they
-        # are issued (a whole tile's FMAs later), not at the end of the iteration that issued them
-        self.early = early
         self.tx = bn // tn if tn else 0
         self.ty = bm // tm if tm else 0
         self.threads = self.tx * self.ty if coop is None else 128
-        self.name = ("coop%d_" % coop if coop else "") + "%dx%dx%d_%dx%d" % (bm, bn, bk, tm, tn) + ("e" if early else "")
+        # 256 threads of 128 accumulators fill an SM's registers: fast alone, slower with a fused
+        # epilogue's work in the store step (the H100's MLP block: 26.6 against 29.1 TFLOP/s)
+        self.heavy = coop is None and self.threads * tm * tn > 256 * 64
+        self.name = ("coop%d_" % coop if coop else "") + "%dx%dx%d_%dx%d" % (bm, bn, bk, tm, tn)
 
     def smem(self):
         if self.coop:  # A and B tiles in the fragment type, one C fragment per subgroup in f32
@@ -46,15 +46,13 @@ class Variant:
 
 
 # the last two (48 KiB of workgroup memory, 128 accumulators a thread) were the H100's fastest
-# on the MLP block's products and 4096^3 (bench/wgsl_peak.py, 31.8-36.9 TFLOP/s against 30.6-34.2)
+# plain products at the MLP block's sizes and 4096^3 (bench/wgsl_peak.py: 31.8-37.0 TFLOP/s against
+# 30.7-34.5); they are ``heavy``, so a product with a fused epilogue does not take them
 SIMT = [Variant(*v) for v in ((128, 128, 8, 8, 8), (128, 128, 16, 8, 8), (128, 64, 8, 8, 8),
                               (64, 128, 8, 8, 8), (64, 128, 16, 8, 8), (128, 64, 16, 8, 8),
                               (64, 64, 8, 8, 8), (128, 128, 8, 8, 16), (64, 64, 8, 4, 4),
                               (64, 64, 16, 4, 8), (128, 128, 8, 8, 4), (32, 32, 8, 4, 4),
                               (256, 128, 16, 16, 8), (128, 256, 16, 8, 16))]
-# each also with its loads stored an iteration later (Variant.early), where that is faster
-SIMT += [Variant(v.bm, v.bn, v.bk, v.tm, v.tn, early=True) for v in SIMT
-         if v.name in ("128x128x8_8x8", "128x128x8_8x16", "64x64x8_8x8", "256x128x16_16x8", "128x256x16_8x16")]
 COOP = [Variant(64, 64, 16, 0, 0, coop=16), Variant(128, 128, 16, 0, 0, coop=16),
         Variant(128, 128, 32, 0, 0, coop=16), Variant(64, 64, 8, 0, 0, coop=8),
         Variant(128, 128, 16, 0, 0, coop=8)]
@@ -128,10 +126,11 @@ def _default_variant(m, n, k):
     return DEFAULT["small"]
 
 
-def candidates(dev, dtype):
-    """The variants that may run on this adapter for ``dtype``."""
+def candidates(dev, dtype, epilogue=False):
+    """The variants that may run on this adapter for ``dtype`` (with ``epilogue``: those that
+    leave registers for a fused epilogue, ``Variant.heavy``)."""
     limit = dev.rt.max_workgroup_storage
-    out = [v for v in SIMT if v.smem() <= limit]
+    out = [v for v in SIMT if v.smem() <= limit and not (epilogue and v.heavy)]
     if "cooperative-matrix" in dev.rt.features and dtype in (dtypes.float16, dtypes.float32):
         allowed = os.environ.get("EMBER_WGPU_COOP")  # "0": none; else a comma-separated list
         out += [v for v in COOP if (v.coop == 16) == (dtype is dtypes.float16) and v.smem() <= limit
@@ -521,28 +520,14 @@ def _simt_source(v, dtype, st, flavor=None):
                 L.append("  var c%d_%d_%d = vec4<f32>(0.0);" % (g, i, h))
     L += load_regs("0u")
     L += store_regs("0u", "0u")
-    if v.early:  # tile 1 waits in registers
-        L.append("  if (nt > 1u) {")
-        L += ["  " + x for x in load_regs("1u")]
-        L.append("  }")
     L.append("  workgroupBarrier();")
     L.append("  for (var t = 0u; t < nt; t = t + 1u) {")
     L.append("    let cur = (t %% 2u) * %du; let curb = (t %% 2u) * %du;" % (BK * BM // 4, BK * BN // 4))
     L.append("    let nxt = %du - cur; let nxtb = %du - curb;" % (BK * BM // 4, BK * BN // 4))
-    if v.early:
-        # tile t + 1, loaded during the last iteration, into the buffer every thread finished
-        # reading before the last barrier; then tile t + 2's loads, used by the next iteration
-        L.append("    if (t + 1u < nt) {")
-        L += ["  " + x for x in store_regs("nxt", "nxtb")]
-        L.append("    }")
-        L.append("    if (t + 2u < nt) {")
-        L += ["  " + x for x in load_regs("(t + 2u)")]
-        L.append("    }")
-    else:
-        L.append("    let more = t + 1u < nt;")
-        L.append("    if (more) {")
-        L += ["  " + x for x in load_regs("(t + 1u)")]
-        L.append("    }")
+    L.append("    let more = t + 1u < nt;")
+    L.append("    if (more) {")
+    L += ["  " + x for x in load_regs("(t + 1u)")]
+    L.append("    }")
     # the depth loop, unrolled: BK steps of (TM/4 + TN/4) vec4 reads and TM*TN/4 vec4 FMAs
     L.append("    let ab = cur + ty; let bb = curb + tx;")
     for kk in range(BK):
@@ -556,10 +541,9 @@ def _simt_source(v, dtype, st, flavor=None):
                 for h in range(H):
                     L.append("      c%d_%d_%d = fma(vec4<f32>(a%d[%d]), b%d, c%d_%d_%d);" % (g, i, h, g, i, h, g, i, h))
         L.append("    }")
-    if not v.early:
-        L.append("    if (more) {")
-        L += ["  " + x for x in store_regs("nxt", "nxtb")]
-        L.append("    }")
+    L.append("    if (more) {")
+    L += ["  " + x for x in store_regs("nxt", "nxtb")]
+    L.append("    }")
     L.append("    workgroupBarrier();")
     L.append("  }")
     # write C
