@@ -157,12 +157,18 @@ def test_an_unshared_input_is_reused_in_place(dev):
 
 # -- autotuning (F5) ------------------------------------------------------------------------------
 
-def test_autotune_times_variants_once_and_caches_the_choice(dev, tmp_path, monkeypatch):
+@pytest.fixture
+def autotune(tmp_path, monkeypatch):
+    """The autotuner on, for every size, with an empty cache under ``tmp_path``."""
     from ember.accel.wgpu import autotune
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setenv("EMBER_AUTOTUNE", "1")
     monkeypatch.setattr(autotune, "MIN_FLOPS", 1)
     autotune._loaded[:] = []
+    return autotune
+
+
+def test_autotune_times_variants_once_and_caches_the_choice(dev, tmp_path, autotune):
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((96, 64)), rng.standard_normal((64, 72))
     n = len(autotune.tunings)
@@ -209,25 +215,20 @@ def test_every_tiled_variant_at_each_count_of_k_tiles(dev, k):
     assert not set(heavy) & {v.name for v in mk.candidates(dev, ember.float32, epilogue=True)}
 
 
-def test_autotune_tunes_again_for_another_set_of_variants(dev, tmp_path, monkeypatch):
+def test_autotune_tunes_again_for_another_set_of_variants(dev, autotune, monkeypatch):
     # a choice cached by an ember with other variants is not taken: the key names the candidates
-    from ember.accel.wgpu import autotune
     from ember.accel.wgpu import matmul_kernels as mk
     key = autotune.key_for("gpu", "matmul", ember.float32, (100, 200, 300), ["a", "b"])
     assert key == autotune.key_for("gpu", "matmul", ember.float32, (128, 256, 512), ["b", "a"])
     assert key != autotune.key_for("gpu", "matmul", ember.float32, (100, 200, 300), ["a", "b", "c"])
     assert key.startswith(autotune.key_for("gpu", "matmul", ember.float32, (100, 200, 300)) + "|")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setenv("EMBER_AUTOTUNE", "1")
-    monkeypatch.setattr(autotune, "MIN_FLOPS", 1)
-    autotune._loaded[:] = []
     rng = np.random.default_rng(2)
     a, b = rng.standard_normal((96, 64)), rng.standard_normal((64, 72))
     n = len(autotune.tunings)
     (_t(a, dev) @ _t(b, dev)).tolist()
     assert len(autotune.tunings) == n + 1
     fewer = mk.candidates(dev, ember.float32)[:-1]
-    monkeypatch.setattr(mk, "candidates", lambda dev, dtype: fewer)
+    monkeypatch.setattr(mk, "candidates", lambda dev, dtype, epilogue=False: fewer)
     got = (_t(a, dev) @ _t(b, dev)).tolist()
     assert np.allclose(got, a @ b, rtol=1e-4, atol=1e-4)
     assert len(autotune.tunings) == n + 2 and set(autotune.tunings[-1][1]) == {v.name for v in fewer}
