@@ -3,7 +3,8 @@ torch's multi-tensor (``_foreach_*``) kernels, registered as Torch's built-in fu
 
 A cohort of any size then costs a few kernel launches per operation of the formula, not one per
 parameter: on CUDA, SGD over a whole network is two kernels (``g * lr``, ``x - that``) instead of
-two per parameter, which is most of a small captured step. Each ``_foreach`` op computes in the
+two per parameter, which is most of a small eager step (inside a CUDA graph the large tensors take
+their own: ``_each``). Each ``_foreach`` op computes in the
 dtype and rounds once, in the composite's order (``ember.accel.optim.updates``), so the values are
 the op-by-op ones bit for bit. The numbers (learning rate, betas, bias corrections) are read as 0-d
 views of the cohort's ``hyper`` tensor, never from the host: a captured step refills that tensor
@@ -21,11 +22,11 @@ from .arrays import F32, F64
 from .device import Torch
 
 
-# torch's multi-tensor kernels give each 65536 elements of a tensor one block, which walks them one
-# vec4 at a time: 8-9 us for a 100k-element weight on an H100 or H200 (bench/torch_capture_profile.py)
-# where the per-tensor op takes 1-2 us. Inside a CUDA graph a launch costs the host nothing, so
-# there a tensor of more than ALONE elements takes the per-tensor op: the same IEEE operation on
-# each element, the same bits.
+# torch's multi-tensor kernels give each 65536 elements of a tensor one block, which walks them in
+# turn: 8.3-8.9 us for the MLP's 100k-element weight on an H200, where the per-tensor ops took
+# 1.3-1.8 us on an H100 (bench/torch_capture_profile.py; bench/results/*torch_capture*). Inside a
+# CUDA graph a launch costs the host nothing, so there a tensor of more than ALONE elements takes
+# the per-tensor op: the same IEEE operation on each element, the same bits.
 ALONE = 1 << 14
 _LISTS = (list, tuple)  # torch's multi-tensor ops return lists or tuples by version
 
