@@ -208,9 +208,15 @@ def _extra_variants(mk):
 
 
 def _chosen(dev, op, dtype, dims):
+    """The variant the autotuner kept for ``op`` at ``dims`` ("matmul+": a fused product's, each
+    epilogue being tuned as its own op, "matmul+<checksum>"), or "default"."""
     autotune._load()
-    prefix = autotune.key_for(dev.rt.label, op, dtype, dims) + "|"  # then the candidates' checksum
-    return next((v for k, v in autotune._memory.items() if k.startswith(prefix)), "default")
+    label, tail = dev.rt.label + "|", "|" + autotune.key_for("", "", dtype, dims).lstrip("|") + "|"
+    for k, v in autotune._memory.items():  # adapter|op|dtype|dims|checksum of the candidates
+        name, _, rest = k[len(label):].partition("|") if k.startswith(label) else ("", "", "")
+        if (name == op or op.endswith("+") and name.startswith(op)) and ("|" + rest).startswith(tail):
+            return v
+    return "default"
 
 
 # -- elementwise, GELU ------------------------------------------------------------------------------
@@ -537,7 +543,7 @@ def _fusion_mlp(dev, torch, np, comp):
         log("MLP block through %s" % OUT["mlp_block_path"])
         out = result()
         OUT["mlp_block_dispatches"] = _dispatches(dev, run)
-        OUT["mlp_block_variants"] = [_chosen(dev, "matmul", ember.float32, dims) for dims in ((tokens, h, d), (tokens, d, h))]
+        OUT["mlp_block_variants"] = [_chosen(dev, "matmul+", ember.float32, dims) for dims in ((tokens, h, d), (tokens, d, h))]
         t = device_timed(dev, run, reps)
         OUT["mlp_block_ms"] = t * 1e3
         OUT["mlp_block_tflops"] = flops / t / 1e12

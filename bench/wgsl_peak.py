@@ -12,7 +12,9 @@ Measures:
   events, at 4096^3 and at each matmul shape below.
 - **ember's tiled matmul**: every SIMT variant of ``matmul_kernels.SIMT`` and the tile shapes of
   ``EXTRA``, run as the autotuner runs them (``matmul_kernels._run``), on (M, N, K) = (8192, 2048,
-  512) and (8192, 512, 2048) (a transformer MLP block's two products) and 4096^3. Each variant is
+  512) and (8192, 512, 2048) (a transformer MLP block's two products) and 4096^3, and the block's
+  two products again with B stored transposed (``_bt``: a Linear's ``x @ W.T``, the weight read in
+  place; the ``...b`` variants then load both operands in 4x4 blocks). Each variant is
   first checked against numpy (float64) on a ragged batched product, then on the timed shape's
   first and last rows; one that fails to compile or computes wrongly is reported and not timed.
   Figures: TFLOP/s, ``of_peak`` (of the FMA peak) and ``of_torch`` (of torch.mm on the same shape).
@@ -67,14 +69,18 @@ def sizes(quick):
     QUICK = quick
     FMA_THREADS = SMS * 64 if quick else SMS * 6144
     FMA_TARGET = 1e8 if quick else 3e11  # flops per dispatch: about 5 ms at 60 TFLOP/s
-    SHAPES = ((512, 128, 64), (256, 64, 128), (128, 128, 512)) if quick else \
-        ((8192, 2048, 512), (8192, 512, 2048), (4096, 4096, 4096))  # quick: the last one splits K
+    # (M, N, K, B stored transposed): a Linear's x @ W.T reads W in place, as the MLP block's products do
+    SHAPES = ((512, 128, 64, False), (256, 64, 128, True), (128, 128, 512, False)) if quick else \
+        ((8192, 2048, 512, False), (8192, 512, 2048, False), (4096, 4096, 4096, False),
+         (8192, 2048, 512, True), (8192, 512, 2048, True))  # quick: the last one splits K
 
 
 sizes(QUICK)
 # tile shapes the generator accepts beyond SIMT (an H100 run with more of them, all slower than
 # SIMT's best: bench/results/gpu-2026-12-06-h100-s5run1-wgsl_peak.txt)
 EXTRA = [mk.Variant(*v) for v in ((128, 256, 8, 8, 16), (256, 128, 8, 16, 8))]
+# deeper tiles, with the 4x4-block loads (three blocks a thread and more)
+EXTRA += [mk.Variant(*v, blocks=True) for v in ((64, 128, 32, 8, 8), (128, 64, 32, 8, 8), (128, 128, 8, 8, 16))]
 TOL = 1e-4  # normwise relative error against float64 (float32 rounding at K = 4096 is ~1e-6)
 CHECK_ROWS = 128  # rows of the timed product checked at each end (a full float64 check costs seconds)
 
@@ -157,9 +163,9 @@ def bench_fma(dev):
 # -- torch.mm reference ----------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=None)  # 4096^3 is both the reference and a timed shape
-def torch_tflops(torch, m, n, k):
+def torch_tflops(torch, m, n, k, tb=False):
     a = torch.randn(m, k, device="cuda")
-    b = torch.randn(k, n, device="cuda")
+    b = torch.randn(n, k, device="cuda").t() if tb else torch.randn(k, n, device="cuda")
     flops = 2.0 * m * n * k
     t = torch_timed(torch, lambda: torch.mm(a, b), max(1, int(1e12 / flops)))
     return round(flops / t / 1e12, 3)
@@ -218,16 +224,19 @@ def bench_matmul(dev, torch, peak):
             skipped[v.name] = why
             log("variant %s skipped: %s" % (v.name, why))
     table = OUT["matmul"] = {}
-    for m, n, k in SHAPES:
-        shape = "%dx%dx%d" % (m, n, k)
+    for m, n, k, tb in SHAPES:
+        shape = "%dx%dx%d%s" % (m, n, k, "_bt" if tb else "")
         flops = 2.0 * m * n * k
         a = rng.standard_normal((m, k)).astype(np.float32)
         b = rng.standard_normal((k, n)).astype(np.float32)
-        ea, eb = from_numpy(a, dev, ember.float32)._data, from_numpy(b, dev, ember.float32)._data
+        ea = from_numpy(a, dev, ember.float32)._data
+        eb = from_numpy(np.ascontiguousarray(b.T), dev, ember.float32).transpose(0, 1)._data if tb else \
+            from_numpy(b, dev, ember.float32)._data
+        assert mk.transposes(dev, ea, eb) == (False, tb)
         ends = np.r_[0:CHECK_ROWS, m - CHECK_ROWS:m] if m > 2 * CHECK_ROWS else np.arange(m)
         ref = a[ends].astype(np.float64) @ b.astype(np.float64)
         row = {}
-        ref_tflops = torch_tflops(torch, m, n, k) if torch is not None else None
+        ref_tflops = torch_tflops(torch, m, n, k, tb) if torch is not None else None
         log("matmul %s (M x N x K)%s:" % (shape, "; torch.mm %.2f TFLOP/s" % ref_tflops if ref_tflops else ""))
         out = dev._alloc((m, n), ember.float32)
         reps = 2 if QUICK else max(1, int(0.02 / (flops / 3e13)))  # about 20 ms a batch at 30 TFLOP/s
@@ -288,16 +297,17 @@ def diagnose(dev):
             best = row["best"]
             if best is None:
                 continue
-            m, n, k = (int(x) for x in shape.split("x"))
+            dims, _, bt = shape.partition("_")
+            m, n, k = (int(x) for x in dims.split("x"))
             v0 = [v for v in list(mk.SIMT) + EXTRA if v.name == best][0]
             a = dev._alloc((m, k), ember.float32)
-            b = dev._alloc((k, n), ember.float32)
+            b = dev.permute(dev._alloc((n, k), ember.float32), (1, 0)) if bt else dev._alloc((k, n), ember.float32)
             c = dev._alloc((m, n), ember.float32)
             flops = 2.0 * m * n * k
             reps = 2 if QUICK else max(1, int(0.02 / (flops / 3e13)))
             res = out[shape] = {"variant": best}
             for cut in ("",) + tuple(CUTS):
-                v = mk.Variant(v0.bm, v0.bn, v0.bk, v0.tm, v0.tn)
+                v = mk.Variant(v0.bm, v0.bn, v0.bk, v0.tm, v0.tn, blocks=v0.blocks)
                 if cut:
                     v.name += "~" + cut
                 try:

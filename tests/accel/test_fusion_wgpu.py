@@ -463,6 +463,38 @@ def test_a_transposed_operand_is_read_in_place_by_the_tiles(dev, comp, which):
     _exact(dev, y, dev.binary("maximum", dev.matmul(a, b), 0.0), "float32")
 
 
+def test_a_fused_product_is_tuned_with_its_epilogue_in(dev, comp, tmp_path, monkeypatch):
+    # each candidate tile is timed running the fused kernel itself (a tile can win the plain
+    # product and lose once the epilogue's registers are taken); each epilogue is its own tuning,
+    # made once, and the chosen tile's result is the primitives' bit for bit
+    from ember.accel.wgpu import autotune
+    from ember.accel.wgpu import matmul_kernels as mk
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("EMBER_AUTOTUNE", "1")
+    monkeypatch.setattr(autotune, "MIN_FLOPS", 1)
+    autotune._loaded[:] = []
+    few = [v for v in mk.candidates(dev, dtypes.float32) if v.name in ("64x64x8_4x4", "32x32x8_4x4", "128x128x8_8x8b")]
+    monkeypatch.setattr(mk, "candidates", lambda dev, dtype: few)  # three of them: lavapipe compiles slowly
+    m, n, kk = 48, 32, 24  # enough work for the tiles (mk.eligible)
+    a = _up(dev, _rand(m * kk, 33, -1, 1), (m, kk), "float32")
+    b = _up(dev, _rand(kk * n, 34, -1, 1), (kk, n), "float32")
+    relu = [("acc", "float32"), ("const", "float32", 0.0), ("binary", "float32", "maximum", 0, 1)]
+    neg = [("acc", "float32"), ("unary", "float32", "neg", 0)]
+    want = dev.matmul(a, b)
+    count = len(autotune.tunings)
+    for nodes, ref in ((relu, dev.binary("maximum", want, 0.0)), (neg, dev.unary("neg", want))):
+        kern = MatmulKernel(2, 0, 1, "float32", ["float32", "float32"], nodes, [(len(nodes) - 1, False)])
+        for _ in range(2):
+            [y] = comp.run(kern, (m, n, kk), [(a, (kk, 1), 0), (b, (n, 1), 0)])
+            _exact(dev, y, ref, "float32")
+    keys = [key for key, _ in autotune.tunings[count:]]
+    assert len(keys) == 2 and keys[0] != keys[1] and all("|matmul+" in key for key in keys), keys
+    names = {v.name for v in few}
+    assert len(names) == 3
+    assert all(set(times) == names and any(t is not None for t in times.values())
+               for _, times in autotune.tunings[count:])
+
+
 def test_split_k_runs_the_epilogue_in_its_finalize_step(dev, comp):
     m, n, kk = 32, 64, 2048  # few output tiles, long K: the product is split along K
     a = _up(dev, _rand(m * kk, 30, -1, 1), (m, kk), "float32")
