@@ -613,22 +613,19 @@ class _BlockLoads:
         v, f = self.v, self.flavor
         k0 = "kbeg + %s * %du" % (kt, v.bk)
 
-        def load_a(s, q):
-            if self.sa:
-                r, k = self._block(q, v.bm // 4)
-                return ["let row = m0 + %s; let kk = %s + %s;" % (r, k0, k)] + [
-                    f.load_a("x%d_%d" % (s, c), "(row + %du)" % c, "kk") for c in range(4)]
-            return ["let kk = %s + %s / %du; let row = m0 + (%s %% %du) * 4u;" % (k0, q, v.bm // 4, q, v.bm // 4),
-                    f.load_a_cols("x%d_0" % s, "kk", "row")]
-
-        def load_b(s, q):
-            if self.sb:
-                r, k = self._block(q, v.bn // 4)
-                return ["let col = n0 + %s; let kk = %s + %s;" % (r, k0, k)] + [
-                    f.load_b_cols("x%d_%d" % (s, c), "(col + %du)" % c, "kk") for c in range(4)]
-            return ["let kk = %s + %s / %du; let col = n0 + (%s %% %du) * 4u;" % (k0, q, v.bn // 4, q, v.bn // 4),
-                    f.load_b("x%d_0" % s, "kk", "col")]
-        return self._jobs(load_a, load_b)
+        def side(scattered, groups, first, block_load, vec_load):
+            """A's or B's jobs: ``block_load(reg, row or column, k)`` loads 4 k's of one row or
+            column, ``vec_load(reg, k, row or column)`` 4 rows or columns at one k."""
+            def body(s, q):
+                if scattered:
+                    r, k = self._block(q, groups)
+                    return ["let at = %s + %s; let kk = %s + %s;" % (first, r, k0, k)] + [
+                        block_load("x%d_%d" % (s, c), "(at + %du)" % c, "kk") for c in range(4)]
+                return ["let kk = %s + %s / %du; let at = %s + (%s %% %du) * 4u;" % (k0, q, groups, first, q, groups),
+                        vec_load("x%d_0" % s, "kk", "at")]
+            return body
+        return self._jobs(side(self.sa, v.bm // 4, "m0", f.load_a, f.load_a_cols),
+                          side(self.sb, v.bn // 4, "n0", f.load_b_cols, f.load_b))
 
     def store(self, bufa, bufb):
         v = self.v
