@@ -614,18 +614,19 @@ class _BlockLoads:
         k0 = "kbeg + %s * %du" % (kt, v.bk)
 
         def side(scattered, groups, first, block_load, vec_load):
-            """A's or B's jobs: ``block_load(reg, row or column, k)`` loads 4 k's of one row or
-            column, ``vec_load(reg, k, row or column)`` 4 rows or columns at one k."""
+            """A's or B's jobs: the flavor's ``block_load(reg, row or column, k)`` loads 4 k's of
+            one row or column, its ``vec_load(reg, k, row or column)`` 4 rows or columns at one k
+            (a convolution's flavor has only the loads of its layout)."""
             def body(s, q):
                 if scattered:
                     r, k = self._block(q, groups)
                     return ["let at = %s + %s; let kk = %s + %s;" % (first, r, k0, k)] + [
-                        block_load("x%d_%d" % (s, c), "(at + %du)" % c, "kk") for c in range(4)]
+                        getattr(f, block_load)("x%d_%d" % (s, c), "(at + %du)" % c, "kk") for c in range(4)]
                 return ["let kk = %s + %s / %du; let at = %s + (%s %% %du) * 4u;" % (k0, q, groups, first, q, groups),
-                        vec_load("x%d_0" % s, "kk", "at")]
+                        getattr(f, vec_load)("x%d_0" % s, "kk", "at")]
             return body
-        return self._jobs(side(self.sa, v.bm // 4, "m0", f.load_a, f.load_a_cols),
-                          side(self.sb, v.bn // 4, "n0", f.load_b_cols, f.load_b))
+        return self._jobs(side(self.sa, v.bm // 4, "m0", "load_a", "load_a_cols"),
+                          side(self.sb, v.bn // 4, "n0", "load_b_cols", "load_b"))
 
     def store(self, bufa, bufb):
         v = self.v

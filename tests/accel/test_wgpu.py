@@ -220,6 +220,22 @@ def test_every_tiled_variant_at_each_count_of_k_tiles(dev, k):
     assert ran >= 16 and any(v.blocks for v in mk.candidates(dev, ember.float32))
 
 
+def test_every_tiled_variant_convolves_and_takes_its_gradients_right(dev):
+    # the implicit GEMM reads its filters through the variant's A loads (4x4 blocks in the "b"
+    # variants) and its patches through B's: each variant against the direct convolution, with
+    # groups, stride, padding and dilation
+    from ember.accel.wgpu import conv_grad
+    from ember.accel.wgpu import matmul_kernels as mk
+    names = [v.name for v in mk.candidates(dev, ember.float32) if not v.coop]
+    assert [n for n in names if not mk._check_conv(dev, n, ember.float32)] == []
+    # and the gradients' implicit GEMMs (their own flavors of A and B) through the block loaders
+    # (each variant compiles twice more: lavapipe takes seconds a kernel)
+    blocks = [n for n in names if n.endswith("b")]
+    for op in ("conv_dx", "conv_dw"):
+        assert [n for n in blocks if not conv_grad._check(dev, op, n, ember.float32)] == [], op
+    assert blocks
+
+
 def test_autotune_tunes_again_for_another_set_of_variants(dev, autotune, monkeypatch):
     # a choice cached by an ember with other variants is not taken: the key names the candidates
     from ember.accel.wgpu import matmul_kernels as mk
