@@ -14,7 +14,7 @@ Measures:
   ``EXTRA``, run as the autotuner runs them (``matmul_kernels._run``), on (M, N, K) = (8192, 2048,
   512) and (8192, 512, 2048) (a transformer MLP block's two products) and 4096^3, and the block's
   two products again with B stored transposed (``_bt``: a Linear's ``x @ W.T``, the weight read in
-  place; the ``...b`` variants then load both operands in 4x4 blocks). Each variant is
+  place, so both operands are scattered into workgroup memory). Each variant is
   first checked against numpy (float64) on a ragged batched product, then on the timed shape's
   first and last rows; one that fails to compile or computes wrongly is reported and not timed.
   Figures: TFLOP/s, ``of_peak`` (of the FMA peak) and ``of_torch`` (of torch.mm on the same shape).
@@ -79,8 +79,6 @@ sizes(QUICK)
 # tile shapes the generator accepts beyond SIMT (an H100 run with more of them, all slower than
 # SIMT's best: bench/results/gpu-2026-12-06-h100-s5run1-wgsl_peak.txt)
 EXTRA = [mk.Variant(*v) for v in ((128, 256, 8, 8, 16), (256, 128, 8, 16, 8))]
-# deeper tiles, with the 4x4-block loads (three blocks a thread and more)
-EXTRA += [mk.Variant(*v, blocks=True) for v in ((64, 128, 32, 8, 8), (128, 64, 32, 8, 8), (128, 128, 8, 8, 16))]
 TOL = 1e-4  # normwise relative error against float64 (float32 rounding at K = 4096 is ~1e-6)
 CHECK_ROWS = 128  # rows of the timed product checked at each end (a full float64 check costs seconds)
 
@@ -307,7 +305,7 @@ def diagnose(dev):
             reps = 2 if QUICK else max(1, int(0.02 / (flops / 3e13)))
             res = out[shape] = {"variant": best}
             for cut in ("",) + tuple(CUTS):
-                v = mk.Variant(v0.bm, v0.bn, v0.bk, v0.tm, v0.tn, blocks=v0.blocks)
+                v = mk.Variant(v0.bm, v0.bn, v0.bk, v0.tm, v0.tn)
                 if cut:
                     v.name += "~" + cut
                 try:

@@ -25,8 +25,9 @@ Three kernel shapes:
   phase (a softmax reads its input once, not three times).
 
 A ``MatmulKernel`` runs through the tiled matmul templates of ``matmul_kernels.py`` with an
-epilogue at their store step (the autotuner's variant for the shape), or through a direct kernel
-(one thread per output, any strides and dtype) where the tiles do not apply.
+epilogue at their store step (the autotuner's variant for the shape, timed with the epilogue in),
+or through a direct kernel (one thread per output, any strides and dtype) where the tiles do not
+apply.
 
 Sizes, strides and offsets travel in the dispatch's parameter words, so another batch size reuses
 the pipeline: a pipeline is cached by the kernel's key and its specialisation.

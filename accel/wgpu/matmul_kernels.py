@@ -25,16 +25,13 @@ from .arrays import numel
 class Variant:
     """One tiled kernel shape: workgroup tile BM x BN x BK, thread tile TM x TN, or a coop kernel."""
 
-    def __init__(self, bm, bn, bk, tm, tn, coop=None, blocks=False):
+    def __init__(self, bm, bn, bk, tm, tn, coop=None):
         self.bm, self.bn, self.bk, self.tm, self.tn = bm, bn, bk, tm, tn
         self.coop = coop  # None, or the fragment size (16: f16 inputs, 8: f32)
-        # an operand whose vec4s run along K goes to workgroup memory in 4x4 blocks, transposed
-        # in registers (four vec4 stores), not vec4 by vec4 as scattered scalars (sixteen)
-        self.blocks = blocks
         self.tx = bn // tn if tn else 0
         self.ty = bm // tm if tm else 0
         self.threads = self.tx * self.ty if coop is None else 128
-        self.name = ("coop%d_" % coop if coop else "") + "%dx%dx%d_%dx%d" % (bm, bn, bk, tm, tn) + ("b" if blocks else "")
+        self.name = ("coop%d_" % coop if coop else "") + "%dx%dx%d_%dx%d" % (bm, bn, bk, tm, tn)
 
     def smem(self):
         if self.coop:  # A and B tiles in the fragment type, one C fragment per subgroup in f32
@@ -47,15 +44,13 @@ class Variant:
 
 # the last two (48 KiB of workgroup memory, 128 accumulators a thread) were the H100's fastest
 # plain products at the MLP block's sizes and 4096^3 (bench/wgsl_peak.py: 31.8-37.0 TFLOP/s against
-# 30.7-34.5), and slower than 128x128 tiles under a fused GELU epilogue: fused products are tuned
-# with their epilogue in (fusion/compile_wgsl.py)
+# 30.7-34.5), but slower than 128x128 tiles with a fused GELU epilogue in their store step: fused
+# products are tuned with their epilogue in (fusion/compile_wgsl.py)
 SIMT = [Variant(*v) for v in ((128, 128, 8, 8, 8), (128, 128, 16, 8, 8), (128, 64, 8, 8, 8),
                               (64, 128, 8, 8, 8), (64, 128, 16, 8, 8), (128, 64, 16, 8, 8),
                               (64, 64, 8, 8, 8), (128, 128, 8, 8, 16), (64, 64, 8, 4, 4),
                               (64, 64, 16, 4, 8), (128, 128, 8, 8, 4), (32, 32, 8, 4, 4),
                               (256, 128, 16, 16, 8), (128, 256, 16, 8, 16))]
-SIMT += [Variant(*v, blocks=True) for v in ((128, 128, 8, 8, 8), (128, 128, 16, 8, 8), (64, 128, 16, 8, 8),
-                                            (128, 64, 16, 8, 8), (256, 128, 16, 16, 8), (128, 256, 16, 8, 16))]
 COOP = [Variant(64, 64, 16, 0, 0, coop=16), Variant(128, 128, 16, 0, 0, coop=16),
         Variant(128, 128, 32, 0, 0, coop=16), Variant(64, 64, 8, 0, 0, coop=8),
         Variant(128, 128, 16, 0, 0, coop=8)]
@@ -458,22 +453,20 @@ def _simt_source(v, dtype, st, flavor=None):
     L.append(flavor.head(BM, BN))
     L.append("  let tx = lid %% %du; let ty = lid / %du;" % (TX, TX))
     # global -> registers: thread lid loads vec4 number lid + r*T of each tile
-    # the tiles live depth-major in workgroup memory (As[k][BM/4], Bs[k][BN/4]): an operand whose
-    # vec4s run along K (A by rows, a transposed B) is scattered into it, one whose vec4s run
-    # along M or N (B by rows, a transposed A) is stored as it came
-    ta, tb = getattr(flavor, "ta", False), getattr(flavor, "tb", False)
-    if v.blocks:
-        loads = _BlockLoads(v, flavor, ta, tb)
-        L += loads.declare()
-        load_regs, store_regs = loads.load, loads.store
-        ra = rb = 0
     for r in range(ra):
         L.append("  var ra%d: vec4<f32>;" % r)
     for r in range(rb):
         L.append("  var rb%d: vec4<f32>;" % r)
     L.append("  let nt = (kend - kbeg + %du) / %du;" % (BK - 1, BK))
 
-    def plain_load_regs(kt):
+    # the tiles live depth-major in workgroup memory (As[k][BM/4], Bs[k][BN/4]): an operand whose
+    # vec4s run along K (A by rows, a transposed B) is scattered into it, one whose vec4s run
+    # along M or N (B by rows, a transposed A) is stored as it came (scattering 4x4 blocks
+    # transposed in registers instead, four vec4 stores for sixteen scalar ones, was slower in 34
+    # of 35 cells of bench/wgsl_peak.py on an H100: bench/results/gpu-2026-12-06-h100-s6run2-wgsl_peak.txt)
+    ta, tb = getattr(flavor, "ta", False), getattr(flavor, "tb", False)
+
+    def load_regs(kt):
         out = []
         for r in range(ra):
             if ta:
@@ -504,7 +497,7 @@ def _simt_source(v, dtype, st, flavor=None):
         out.append("  } }")
         return out
 
-    def plain_store_regs(bufa, bufb):
+    def store_regs(bufa, bufb):
         out = []
         for r in range(ra):
             if ta:
@@ -517,9 +510,6 @@ def _simt_source(v, dtype, st, flavor=None):
             else:
                 out.append("  { let q = lid + %du; if (q < %du) { Bs[%s + q] = rb%d; } }" % (r * T, lb, bufb, r))
         return out
-
-    if not v.blocks:
-        load_regs, store_regs = plain_load_regs, plain_store_regs
 
     # accumulators: row group g (TM/4 of them), row i in it, column group h (TN/4)
     G, H = TM // 4, TN // 4
@@ -569,80 +559,6 @@ def _simt_source(v, dtype, st, flavor=None):
             L.append("  } }")
     L.append("}")
     return "\n".join(L) + "\n"
-
-
-class _BlockLoads:
-    """A and B tiles brought in as jobs shared by all threads (thread ``lid`` takes jobs lid,
-    lid + T, ...; A's jobs first): a scattered operand's job is a 4x4 block (four vec4s along K,
-    one from each of four rows or columns, stored as four vec4s along M or N), the other operand's
-    job one vec4. Two blocks along K are neighbours in a warp, so a row's 32 bytes come in one
-    sector."""
-
-    def __init__(self, v, flavor, ta, tb):
-        self.v, self.flavor = v, flavor
-        self.sa, self.sb = not ta, tb  # which operands are scattered
-        self.ja = v.bm * v.bk // 16 if self.sa else v.bm * v.bk // 4
-        self.jb = v.bn * v.bk // 16 if self.sb else v.bn * v.bk // 4
-        self.slots = (self.ja + self.jb + v.threads - 1) // v.threads
-        self.width = 4 if self.sa or self.sb else 1
-
-    def declare(self):
-        return ["  var x%d_%d: vec4<f32>;" % (s, c) for s in range(self.slots) for c in range(self.width)]
-
-    def _block(self, q, groups):
-        """(first row or column of the block, its first k) for block ``q`` of a tile of ``groups``
-        row groups."""
-        kf = min(2, self.v.bk // 4)
-        return ("((%s / %du) %% %du) * 4u" % (q, kf, groups),
-                "((%s %% %du) + (%s / %du) * %du) * 4u" % (q, kf, q, kf * groups, kf))
-
-    def _jobs(self, body_a, body_b):
-        out = []
-        T = self.v.threads
-        for s in range(self.slots):
-            out.append("  { let q = lid + %du;" % (s * T))
-            out.append("    if (q < %du) {" % self.ja)
-            out += ["      " + x for x in body_a(s, "q")]
-            out.append("    } else if (q < %du) { let qb = q - %du;" % (self.ja + self.jb, self.ja))
-            out += ["      " + x for x in body_b(s, "qb")]
-            out.append("    }")
-            out.append("  }")
-        return out
-
-    def load(self, kt):
-        v, f = self.v, self.flavor
-        k0 = "kbeg + %s * %du" % (kt, v.bk)
-
-        def side(scattered, groups, first, block_load, vec_load):
-            """A's or B's jobs: the flavor's ``block_load(reg, row or column, k)`` loads 4 k's of
-            one row or column, its ``vec_load(reg, k, row or column)`` 4 rows or columns at one k
-            (a convolution's flavor has only the loads of its layout)."""
-            def body(s, q):
-                if scattered:
-                    r, k = self._block(q, groups)
-                    return ["let at = %s + %s; let kk = %s + %s;" % (first, r, k0, k)] + [
-                        getattr(f, block_load)("x%d_%d" % (s, c), "(at + %du)" % c, "kk") for c in range(4)]
-                return ["let kk = %s + %s / %du; let at = %s + (%s %% %du) * 4u;" % (k0, q, groups, first, q, groups),
-                        getattr(f, vec_load)("x%d_0" % s, "kk", "at")]
-            return body
-        return self._jobs(side(self.sa, v.bm // 4, "m0", "load_a", "load_a_cols"),
-                          side(self.sb, v.bn // 4, "n0", "load_b_cols", "load_b"))
-
-    def store(self, bufa, bufb):
-        v = self.v
-
-        def put(tile, buf, scattered, groups):
-            def body(s, q):
-                if not scattered:
-                    return ["%s[%s + %s] = x%d_0;" % (tile, buf, q, s)]
-                r, k = self._block(q, groups)
-                out = ["let at = %s + (%s) * %du + (%s) / 4u;" % (buf, k, groups, r)]
-                for c in range(4):
-                    out.append("%s[at + %du] = vec4<f32>(x%d_0[%d], x%d_1[%d], x%d_2[%d], x%d_3[%d]);"
-                               % ((tile, c * groups) + (s, c) * 4))
-                return out
-            return body
-        return self._jobs(put("As", bufa, self.sa, v.bm // 4), put("Bs", bufb, self.sb, v.bn // 4))
 
 
 def _coop_source(v, dtype, st):
