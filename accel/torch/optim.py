@@ -42,12 +42,13 @@ def _each(name, *args):
     first = next(a for a in args if type(a) in _LISTS)
     if not first or not _capturing(first[0]):
         return many(*args)
-    alone = [i for i, t in enumerate(first) if t.numel() > ALONE]
-    if not alone:
+    large = [t.numel() > ALONE for t in first]
+    if not any(large):
         return many(*args)
     one = getattr(torch, name)
     out = [None] * len(first)
-    rest = [i for i in range(len(first)) if first[i].numel() <= ALONE]
+    alone = [i for i, big in enumerate(large) if big]
+    rest = [i for i, big in enumerate(large) if not big]
     if rest:
         for i, r in zip(rest, many(*[[a[i] for i in rest] if type(a) in _LISTS else a for a in args])):
             out[i] = r
