@@ -208,15 +208,8 @@ def _extra_variants(mk):
 
 
 def _chosen(dev, op, dtype, dims):
-    """The variant the autotuner kept for ``op`` at ``dims`` ("matmul+": a fused product's, each
-    epilogue being tuned as its own op, "matmul+<checksum>"), or "default"."""
-    autotune._load()
-    label, tail = dev.rt.label + "|", "|" + autotune.key_for("", "", dtype, dims).lstrip("|") + "|"
-    for k, v in autotune._memory.items():  # adapter|op|dtype|dims|checksum of the candidates
-        name, _, rest = k[len(label):].partition("|") if k.startswith(label) else ("", "", "")
-        if (name == op or op.endswith("+") and name.startswith(op)) and ("|" + rest).startswith(tail):
-            return v
-    return "default"
+    """The variant the autotuner kept for ``op`` at ``dims`` ("matmul+": a fused product's), or "default"."""
+    return autotune.cached(dev.rt.label, op, dtype, dims) or "default"
 
 
 # -- elementwise, GELU ------------------------------------------------------------------------------

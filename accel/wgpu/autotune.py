@@ -43,6 +43,21 @@ def key_for(adapter, op, dtype, dims, candidates=None):
     return key
 
 
+def cached(adapter, op, dtype, dims):
+    """The choice kept (in this process or on disk) for ``op`` at ``dims``, whatever candidates it
+    was made among; an ``op`` ending in "+" matches every op it begins (a fused product's, tuned
+    per epilogue as "matmul+<checksum>"). None where there is none."""
+    _load()
+    head, _, tail = key_for(adapter, "\0", dtype, dims).partition("\0")
+    for key, name in _memory.items():
+        if not key.startswith(head):
+            continue
+        kop, _, rest = key[len(head):].partition("|")
+        if (kop == op or op.endswith("+") and kop.startswith(op)) and ("|" + rest + "|").startswith(tail + "|"):
+            return name
+    return None
+
+
 def _read(path):
     """The cache file's choices, ``{}`` when there is none; a corrupt file (not JSON, nested too
     deeply, not an object of names) is treated as empty, with one warning per path."""

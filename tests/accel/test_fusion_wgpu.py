@@ -463,16 +463,11 @@ def test_a_transposed_operand_is_read_in_place_by_the_tiles(dev, comp, which):
     _exact(dev, y, dev.binary("maximum", dev.matmul(a, b), 0.0), "float32")
 
 
-def test_a_fused_product_is_tuned_with_its_epilogue_in(dev, comp, tmp_path, monkeypatch):
+def test_a_fused_product_is_tuned_with_its_epilogue_in(dev, comp, autotune, monkeypatch):
     # each candidate tile is timed running the fused kernel itself (a tile can win the plain
     # product and lose once the epilogue's registers are taken); each epilogue is its own tuning,
     # made once, and the chosen tile's result is the primitives' bit for bit
-    from ember.accel.wgpu import autotune
     from ember.accel.wgpu import matmul_kernels as mk
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setenv("EMBER_AUTOTUNE", "1")
-    monkeypatch.setattr(autotune, "MIN_FLOPS", 1)
-    autotune._loaded[:] = []
     few = [v for v in mk.candidates(dev, dtypes.float32) if v.name in ("64x64x8_4x4", "32x32x8_4x4", "128x128x8_8x8")]
     monkeypatch.setattr(mk, "candidates", lambda dev, dtype: few)  # three of them: lavapipe compiles slowly
     m, n, kk = 48, 32, 24  # enough work for the tiles (mk.eligible)
@@ -489,6 +484,7 @@ def test_a_fused_product_is_tuned_with_its_epilogue_in(dev, comp, tmp_path, monk
             _exact(dev, y, ref, "float32")
     keys = [key for key, _ in autotune.tunings[count:]]
     assert len(keys) == 2 and keys[0] != keys[1] and all("|matmul+" in key for key in keys), keys
+    assert autotune.cached(dev.rt.label, "matmul+", dtypes.float32, (m, n, kk)) in {"64x64x8_4x4", "32x32x8_4x4", "128x128x8_8x8"}
     names = {v.name for v in few}
     assert len(names) == 3
     assert all(set(times) == names and any(t is not None for t in times.values())

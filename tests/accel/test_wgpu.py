@@ -157,17 +157,6 @@ def test_an_unshared_input_is_reused_in_place(dev):
 
 # -- autotuning (F5) ------------------------------------------------------------------------------
 
-@pytest.fixture
-def autotune(tmp_path, monkeypatch):
-    """The autotuner on, for every size, with an empty cache under ``tmp_path``."""
-    from ember.accel.wgpu import autotune
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setenv("EMBER_AUTOTUNE", "1")
-    monkeypatch.setattr(autotune, "MIN_FLOPS", 1)
-    autotune._loaded[:] = []
-    return autotune
-
-
 def test_autotune_times_variants_once_and_caches_the_choice(dev, tmp_path, autotune):
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((96, 64)), rng.standard_normal((64, 72))
@@ -187,8 +176,13 @@ def test_autotune_times_variants_once_and_caches_the_choice(dev, tmp_path, autot
     # a new process would read it from disk
     autotune._loaded[:] = []
     autotune._memory.clear()
+    assert autotune.cached(dev.rt.label, "matmul", ember.float32, (96, 72, 64)) == saved[key]
     (_t(a, dev) @ _t(b, dev)).tolist()
     assert len(autotune.tunings) == n + 1
+    # another op, another size class, or a fused product's op: nothing kept for them
+    assert autotune.cached(dev.rt.label, "conv", ember.float32, (96, 72, 64)) is None
+    assert autotune.cached(dev.rt.label, "matmul", ember.float32, (96, 72, 640)) is None
+    assert autotune.cached(dev.rt.label, "matmul+", ember.float32, (96, 72, 64)) is None
 
 
 @pytest.mark.parametrize("k", [4, 8, 12, 16, 20, 36])
