@@ -48,6 +48,10 @@ class Backend:
         """What ``capacity()`` measures, for an ``OutOfMemoryError``'s message."""
         return "%r (the host's free memory)" % (self,)
 
+    def synchronize(self):
+        """Wait until the work queued on this device is done. A device that runs each op as it is
+        called (the Cpu devices) has none; a GPU's and a lazy decorator's override it."""
+
     def random(self, kind, shape, dtype, generator, params):
         """Random draws of ``kind`` (``ember.rng.KINDS``: uniform (low, high), normal (mean, std),
         randint (low, high), bernoulli (p,): True with probability p) from ``generator`` (an
@@ -126,6 +130,10 @@ class Decorator(Backend):
 
     def capacity(self):
         return self.inner.capacity()
+
+    def synchronize(self):
+        """The inner device's ``synchronize``."""
+        self.inner.synchronize()
 
     def capacity_source(self):
         return self.inner.capacity_source()

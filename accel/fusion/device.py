@@ -93,11 +93,9 @@ class Fusion(Decorator):
         return COMPOSITES[name](*args, **kwargs)
 
     def synchronize(self):
-        """Run every recorded op now (and wait for the inner device when it can)."""
+        """Run every recorded op now, then wait for the inner device."""
         self.flush()
-        sync = getattr(self.inner, "synchronize", None)
-        if sync is not None:
-            sync()
+        self.inner.synchronize()
 
     def flush(self):
         """Compute every recorded node that a tensor still holds."""

@@ -81,6 +81,11 @@ class Torch(Backend):
             return "%r (torch.cuda.mem_get_info: the GPU's free memory)" % (self,)
         return Backend.capacity_source(self)
 
+    def synchronize(self):
+        """Wait for the GPU's queued kernels (``torch.cuda.synchronize``); nothing on the CPU."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
     # data in and out
     def from_list(self, flat, shape, dtype):
         """The primitive ``from_list``: Python numbers rounded to ``dtype`` as the Cpu rounds them."""

@@ -76,6 +76,30 @@ def test_chain_and_base():
     assert two == Autodiff(Passthrough(ember.Cpu(kernels="python"))) and two != Autodiff(cpu)
 
 
+def test_synchronize_reaches_down_the_chain():
+    """Every device has ``synchronize`` (a Cpu's waits for nothing); a decorator's waits for its
+    inner device, so ``Autodiff(Fusion(...))`` computes what Fusion holds pending."""
+    from ember.accel import Fusion
+
+    class Waits(Passthrough):
+        waits = 0
+
+        def synchronize(self):
+            Waits.waits += 1
+            Passthrough.synchronize(self)
+    cpu = ember.Cpu(kernels="python")
+    assert cpu.synchronize() is None
+    Autodiff(Passthrough(Waits(cpu))).synchronize()
+    assert Waits.waits == 1
+    fused = Fusion(ember.Cpu(kernels="python"))
+    dev = Autodiff(fused)
+    x = ember.tensor([1.0, -2.0], device=dev).requires_grad_()
+    y = (x * 3 + 1).relu()
+    assert y._data.value.node.value is None  # recorded, not run
+    dev.synchronize()
+    assert y._data.value.node.value is not None and y.tolist() == [4.0, 0.0]
+
+
 def test_decorator_needs_a_device():
     with pytest.raises(ArgumentTypeError, match="Passthrough: expected a device"):
         Passthrough("cpu")
