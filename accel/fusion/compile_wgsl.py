@@ -690,13 +690,29 @@ class WgslCompiler:
             shared.append("var<workgroup> part%d: array<%s, %d>;\n" % (j, ct, wg))
             load = ops.load(ex.st(ex.nodes[p.node][1]), ct)
             s.append("  var a%d = %s;\n" % (j, _identity(p.op, ct)))
-            s.append(each(lambda t, ld, j=j, p=p, ct=ct, load=load: "    let v = %s;\n    %s\n" % (
+            ranked = p.op in ("max", "min") and ct in ("f32", "f64")
+            if ranked:
+                # where each thread's value sits in the row: equal values of other bits (0 and -0,
+                # nans) are decided by it in the tree, as the unfused reduction decides them (the
+                # first in the row wins); a thread's own elements come in the row's order
+                shared.append("var<workgroup> part%d_at: array<u32, %d>;\n" % (j, wg))
+                s.append("  var a%d_at = L;\n" % j)
+            s.append(each(lambda t, ld, j=j, p=p, ct=ct, load=load, ranked=ranked: "    let v = %s;\n    %s\n" % (
                 load.format("red%d(%s)" % (j, ", ".join([ld(k) for k in red_used[j]] + ["r%d" % q for q in range(j)]))),
-                _fold("a%d" % j, "v", p.op, ct))))
-            s.append("  part%d[lid] = a%d;\n  workgroupBarrier();\n" % (j, j))
-            s.append("  for (var h = %du; h > 0u; h = h >> 1u) {\n    if (lid < h) {\n"
-                     "      var x = part%d[lid];\n      let v = part%d[lid + h];\n      %s\n      part%d[lid] = x;\n"
-                     "    }\n    workgroupBarrier();\n  }\n" % (wg // 2, j, j, _fold("x", "v", p.op, ct), j))
+                _fold_first("a%d" % j, "v", p.op, ct, "u32(%s)" % t) if ranked else _fold("a%d" % j, "v", p.op, ct))))
+            if ranked:
+                s.append("  part%d[lid] = a%d;\n  part%d_at[lid] = a%d_at;\n  workgroupBarrier();\n" % (j, j, j, j))
+                s.append("  for (var h = %du; h > 0u; h = h >> 1u) {\n    if (lid < h) {\n"
+                         "      let x = part%d[lid];\n      let x_at = part%d_at[lid];\n"
+                         "      let v = part%d[lid + h];\n      let v_at = part%d_at[lid + h];\n"
+                         "      if (%s) {\n        part%d[lid] = v;\n        part%d_at[lid] = v_at;\n      }\n"
+                         "    }\n    workgroupBarrier();\n  }\n"
+                         % (wg // 2, j, j, j, j, _takes("x", "x_at", "v", "v_at", p.op, ct), j, j))
+            else:
+                s.append("  part%d[lid] = a%d;\n  workgroupBarrier();\n" % (j, j))
+                s.append("  for (var h = %du; h > 0u; h = h >> 1u) {\n    if (lid < h) {\n"
+                         "      var x = part%d[lid];\n      let v = part%d[lid + h];\n      %s\n      part%d[lid] = x;\n"
+                         "    }\n    workgroupBarrier();\n  }\n" % (wg // 2, j, j, _fold("x", "v", p.op, ct), j))
             store, libs = ops.store(ct, _dtype(p.dtype), ex.st(p.dtype))
             ex.libs.update(libs)
             ex.libs.update(_fold_libs(ct, p.op))
@@ -987,6 +1003,23 @@ def _fold(acc, v, op, ct):
         nan = "isnan%s" % ("64" if ct == "f64" else "32")
         return "if (%s(%s) || (!%s(%s) && %s %s %s)) { %s = %s; }" % (nan, v, nan, acc, v, cmp, acc, acc, v)
     return "if (%s %s %s) { %s = %s; }" % (v, cmp, acc, acc, v)
+
+
+def _fold_first(acc, v, op, ct, t):
+    """``_fold`` for a float max/min that also keeps where ``acc`` came from (``acc_at``): the
+    first nan, else the first best value, of a thread's elements in the row's order."""
+    nan = "isnan%s" % ("64" if ct == "f64" else "32")
+    return "if (!%s(%s) && (%s(%s) || %s %s %s)) { %s = %s; %s_at = %s; }" % (
+        nan, acc, nan, v, v, ">" if op == "max" else "<", acc, acc, v, acc, t)
+
+
+def _takes(x, x_at, v, v_at, op, ct):
+    """Whether the tree's partial (``v``, ``v_at``) replaces (``x``, ``x_at``): a nan over a number,
+    a better value, and between two nans or two equal values the one first in the row (0 and -0
+    are equal; which one the row holds first is the unfused result's sign)."""
+    nan = "isnan%s" % ("64" if ct == "f64" else "32")
+    return ("(%s(%s) && (!%s(%s) || %s < %s)) || (!%s(%s) && !%s(%s) && (%s %s %s || (%s == %s && %s < %s)))"
+            % (nan, v, nan, x, v_at, x_at, nan, x, nan, v, v, ">" if op == "max" else "<", x, v, x, v_at, x_at))
 
 
 def _fold_libs(ct, op):
