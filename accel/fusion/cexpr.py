@@ -2,7 +2,9 @@
 
 ``node_expr(nodes, i, name, fast)`` returns ``(expr, flag)``: the C expression of node ``i`` (its
 operands named by ``name(j)``) and, in fast mode, a C condition that is true where the fast
-approximation may not hold (then the caller recomputes the block in exact mode), or None.
+approximation may not hold (then the caller recomputes the block in exact mode), or None. Exact
+mode differs only in where the guard is taken: float32 exp and erf give the same values in both
+(an element's value never depends on its neighbours or on the loop computing it).
 Float32 ``+ - * /``, sqrt, compares, rounding and casts are exact in float (each is correctly
 rounded, so Python's double-then-round gives the same bits); what Python computes in double (pow,
 floordiv, mod, libm functions) is computed in double and rounded once.
@@ -72,9 +74,12 @@ def _float_unary(op, x, dtype, fast):
         return "((uint8_t)(%s == (%s)INFINITY || %s == -(%s)INFINITY))" % (x, t, x, t), None
     if op == "logical_not":
         return "((uint8_t)(%s == 0))" % x, None
-    if f and fast and op == "exp":
-        return "fk_expf(%s)" % x, "!(%s <= 88.0f)" % x
-    if f and fast and op == "erf":
+    # float32 exp and erf are approximations (cprelude.py), the same value in every loop: the fast
+    # body's exp has a guard (its block is then recomputed by the other body), the other body's
+    # takes libm only where the guard fails, element by element
+    if f and op == "exp":
+        return ("fk_expf(%s)" % x, "!(%s <= 88.0f)" % x) if fast else ("fk_expf_each(%s)" % x, None)
+    if f and op == "erf":
         return "fk_erff(%s)" % x, None  # right for every input, nan and inf included
     fn = _DOUBLE_HELPERS.get(op) or (op if op in _LIBM else None)
     if fn is None:
@@ -105,7 +110,7 @@ def _float_binary(op, x, y, dtype):
     if op in ("add", "sub", "mul", "div"):
         return "(%s %s %s)" % (x, {"add": "+", "sub": "-", "mul": "*", "div": "/"}[op], y)
     if op == "pow":
-        return "((%s)pow((double)%s, (double)%s))" % (t, x, y)
+        return "((%s)fk_pow((double)%s, (double)%s))" % (t, x, y)
     if op == "floordiv":
         return "((%s)fk_floordiv((double)%s, (double)%s))" % (t, x, y)
     if op == "mod":

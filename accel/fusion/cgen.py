@@ -20,8 +20,10 @@ phase (working in cache) prefetches the next row of the unit-stride inputs, so t
 computing rather than stalling the next row's first phase (rows up to ``PREFETCH_BYTES``).
 
 Fast float32 approximations with a guard (exp's) run in blocks: each element's guard is OR-ed into
-``bad``, and a block (or row phase) with a guard raised is recomputed with libm in double, so nan,
-inf and the overflow edge give exactly the pure Cpu's values (fk_erff needs no guard).
+``bad``, and a block (or row phase) with a guard raised is recomputed by the loop without guards,
+where exp takes libm in double for the elements beyond the approximation's range only (nan, inf
+and the overflow edge: the pure Cpu's values there) and the approximation for the others: an
+element's value never depends on its block (fk_erff needs no guard).
 """
 from . import ir
 from .cexpr import CTYPE, node_expr

@@ -107,6 +107,16 @@ static uint64_t fk_ipow(int64_t a, int64_t b)
 static uint64_t fk_lshift(int64_t a, int64_t b) { return (b >= 0 && b < 64) ? (uint64_t)a << b : 0; }
 static int64_t fk_rshift(int64_t a, int64_t b) { return (b >= 0 && b < 64) ? a >> b : (a < 0 ? -1 : 0); }
 
+/* libm's pow out of the optimizer's sight: with -fno-math-errno GCC turns pow(x, 0.5) in a
+   vectorized loop into sqrt(x), which gives -0 at -0 and nan at -inf where pow (and the unfused
+   primitive) gives +0 and +inf (found by tests/accel/test_capture_fuzz.py) */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((noipa))
+#else
+__attribute__((noinline))
+#endif
+static double fk_pow(double a, double b) { return pow(a, b); }
+
 static double fk_sigmoid(double x)
 {
     double e;
@@ -152,6 +162,15 @@ static inline float fk_expf(float x)
     p = FK_FMA(p, r, 1.0f);
     scale.u = (t.u + (127u - 0x4B400000u)) << 23;
     return x < -87.3f ? 0.0f : p * scale.f;
+}
+/* exp(x) as every fused kernel gives it, element by element: fk_expf where its guard holds (x <=
+   88), libm beyond (overflow, nan). A loop that cannot take the guard's block-wise fallback (a
+   row's own value, a block recomputed because one of its elements failed the guard) calls this,
+   so a value is the same whichever loop, phase or kernel computes it: a max's gradient compares
+   the exp a kernel stored with the exp another recomputed. */
+static inline float fk_expf_each(float x)
+{
+    return x <= 88.0f ? fk_expf(x) : (float)exp((double)x);
 }
 
 /* erf(x) as x P(x^2) / Q(x^2) on [-4, 4] (Eigen's fast erf: a few ulp), +-1 beyond. The ratio is
