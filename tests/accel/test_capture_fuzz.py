@@ -28,7 +28,7 @@ from ember.accel import Autodiff, compile
 from ember.accel.fusion import Fusion
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_programs import apply, approximate, generate, is_float, mismatch  # noqa: E402
+from fuzz_programs import apply, approximate, generate, is_float, mismatch, signs_kept  # noqa: E402
 
 CALLS = 5
 
@@ -90,7 +90,7 @@ def check(seed, make, grad=False):
             if labels is None:
                 labels = [("result", k) for k in range(len(want))]
                 approx = _inexact_results(steps, env, len(want)) if fused else set()
-            bad = mismatch(labels, list(want), list(got), approx=approx)
+            bad = mismatch(labels, list(want), list(got), approx=approx, signed_zero=signs_kept(dev))
             if bad:
                 return "seed %d, call %d (%s): %s" % (seed, values, captured.stats, bad), False
     return None, captured.stats["replayed"] == CALLS - 2

@@ -28,7 +28,7 @@ from ember.accel import Autodiff
 from ember.accel.fusion import Fusion
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_programs import APPROX_UNARY, apply, generate, inexact, is_float, mismatch  # noqa: E402,F401
+from fuzz_programs import APPROX_UNARY, apply, generate, inexact, is_float, mismatch, signs_kept  # noqa: E402,F401
 
 
 def _gradients(steps, env, leaves):
@@ -73,7 +73,7 @@ def check(seed, make, length=24, grad=False):
             fused.synchronize()
         except Exception as e:
             return "seed %d, run with values %d: %s: %s" % (seed, values, type(e).__name__, e)
-        bad = mismatch(steps, want, got)
+        bad = mismatch(steps, want, got, signed_zero=signs_kept(ref))
         if bad:
             return "seed %d, run with values %d: %s" % (seed, values, bad)
         if grad:
@@ -81,7 +81,7 @@ def check(seed, make, length=24, grad=False):
             # within a tolerance: a sum over several dims (broadcasting's backward, the total's
             # sum) rounds once in the device's kernel and once per dim where Fusion takes it apart
             # to fuse its pending input in (ember.reduction.reduce_dims allows either)
-            bad = mismatch(labels, want_grads, got_grads, set(range(len(labels))))
+            bad = mismatch(labels, want_grads, got_grads, set(range(len(labels))), signed_zero=signs_kept(ref))
             if bad:
                 return "seed %d, run with values %d: %s" % (seed, values, bad)
     return None
