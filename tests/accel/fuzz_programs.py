@@ -272,3 +272,22 @@ def mismatch(steps, want, got, approx=None, tol=1e-4, signed_zero=True):
             if not _same(u, v, tol if k in approx else None, signed_zero):
                 return "value %d (%s), element %d: %r against %r" % (k, steps[k], e, u, v)
     return None
+
+
+# -- the devices the fuzz tests run on (each skips the test where it is missing) ---------------
+
+def c_device():
+    import pytest
+    try:
+        return ember.Cpu(kernels="c")
+    except ImportError as e:
+        pytest.skip("no C kernels here: %s" % e)
+
+
+def wgpu_device():
+    import pytest
+    from harness import backends
+    dev = dict(backends.available()).get("wgpu")
+    if dev is None:
+        pytest.skip("no wgpu device: %s" % dict(backends.unavailable()).get("wgpu"))
+    return dev

@@ -28,7 +28,8 @@ from ember.accel import Autodiff, compile
 from ember.accel.fusion import Fusion
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_programs import apply, approximate, generate, is_float, mismatch, signs_kept  # noqa: E402
+from fuzz_programs import (apply, approximate, c_device, generate, is_float, mismatch, signs_kept,  # noqa: E402
+                           wgpu_device)
 
 CALLS = 5
 
@@ -98,23 +99,8 @@ def check(seed, make, grad=False):
 
 # -- the devices -------------------------------------------------------------------------------
 
-def _c():
-    try:
-        return ember.Cpu(kernels="c")
-    except ImportError as e:
-        pytest.skip("no C kernels here: %s" % e)
-
-
-def _wgpu():
-    from harness import backends
-    dev = dict(backends.available()).get("wgpu")
-    if dev is None:
-        pytest.skip("no wgpu device: %s" % dict(backends.unavailable()).get("wgpu"))
-    return dev
-
-
-DEVICES = {"c": _c, "python": lambda: ember.Cpu(kernels="python"), "wgpu": _wgpu,
-           "fusion-c": lambda: Fusion(_c()), "fusion-wgpu": lambda: Fusion(_wgpu())}
+DEVICES = {"c": c_device, "python": lambda: ember.Cpu(kernels="python"), "wgpu": wgpu_device,
+           "fusion-c": lambda: Fusion(c_device()), "fusion-wgpu": lambda: Fusion(wgpu_device())}
 SEEDS = {"c": 40, "python": 20, "wgpu": 12, "fusion-c": 24, "fusion-wgpu": 12}
 CAPTURED = 0.7  # the least share of programs that must be captured (else the test tests little)
 

@@ -28,7 +28,7 @@ from ember.accel import Autodiff
 from ember.accel.fusion import Fusion
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_programs import APPROX_UNARY, apply, generate, inexact, is_float, mismatch, signs_kept  # noqa: E402,F401
+from fuzz_programs import apply, c_device, generate, is_float, mismatch, signs_kept, wgpu_device  # noqa: E402
 
 
 def _gradients(steps, env, leaves):
@@ -89,22 +89,7 @@ def check(seed, make, length=24, grad=False):
 
 # -- the devices -------------------------------------------------------------------------------
 
-def _c():
-    try:
-        return ember.Cpu(kernels="c")
-    except ImportError as e:
-        pytest.skip("no C kernels here: %s" % e)
-
-
-def _wgpu():
-    from harness import backends
-    dev = dict(backends.available()).get("wgpu")
-    if dev is None:
-        pytest.skip("no wgpu device: %s" % dict(backends.unavailable()).get("wgpu"))
-    return dev
-
-
-DEVICES = {"c": _c, "python": lambda: ember.Cpu(kernels="python"), "wgpu": _wgpu}
+DEVICES = {"c": c_device, "python": lambda: ember.Cpu(kernels="python"), "wgpu": wgpu_device}
 # seeds per device (values, gradients), in blocks of at most 25: lavapipe builds each new kernel's
 # pipeline in a fraction of a second, so Wgpu takes fewer
 SEEDS = {"c": (100, 20), "python": (100, 40), "wgpu": (25, 10)}
